@@ -1,0 +1,44 @@
+# The two commands a fresh clone needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint typecheck check bench clean
+
+# The virtualenv is rebuilt when a requirements file changes.
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is required (set PYTHON=python3.x)")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# Embedded default: SQLite under var/, no Redis, tasks in process, emails as files in
+# var/mail/. DEBUG is on for the local server only.
+run: $(VENV)/.installed-dev
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py load_demo
+	@echo ""
+	@echo "  Status page:  http://$(HOST):$(PORT)/"
+	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/   (user: staff   password: staff-demo)"
+	@echo "  Emails are written to var/mail/"
+	@echo ""
+	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(VENV)/.installed-dev
+	$(PY) -m mypy .
+
+check: lint typecheck
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) var/test .pytest_cache .mypy_cache .ruff_cache

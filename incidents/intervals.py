@@ -1,0 +1,97 @@
+"""Pure interval arithmetic on aware datetimes. No ORM, no settings.
+
+Intervals are half-open [start, end). Everything that counts minutes of impact - the
+incident duration, the history grid, display uptime and the SLA maths - builds on these
+few functions so that "a minute is down once, however many windows cover it" holds
+everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+@dataclass(frozen=True, order=True)
+class Interval:
+    start: datetime
+    end: datetime
+
+    def __post_init__(self) -> None:
+        if self.start.tzinfo is None or self.end.tzinfo is None:
+            raise ValueError("intervals take aware datetimes")
+        if self.end < self.start:
+            raise ValueError(f"interval ends before it starts: {self.start} > {self.end}")
+
+    @property
+    def duration(self) -> timedelta:
+        return self.end - self.start
+
+    def clip(self, start: datetime, end: datetime) -> Interval | None:
+        """The part of this interval inside [start, end), or None when they do not overlap."""
+        lo, hi = max(self.start, start), min(self.end, end)
+        if hi <= lo:
+            return None
+        return Interval(lo, hi)
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Union of intervals, sorted, with overlapping and touching intervals joined."""
+    merged: list[Interval] = []
+    for iv in sorted(intervals):
+        if iv.end == iv.start:
+            continue
+        if merged and iv.start <= merged[-1].end:
+            last = merged[-1]
+            if iv.end > last.end:
+                merged[-1] = Interval(last.start, iv.end)
+        else:
+            merged.append(iv)
+    return merged
+
+
+def total(intervals: Iterable[Interval]) -> timedelta:
+    """Length of the union: overlapping stretches count once."""
+    return sum((iv.duration for iv in merge(intervals)), timedelta())
+
+
+def clip_all(intervals: Iterable[Interval], start: datetime, end: datetime) -> list[Interval]:
+    clipped = (iv.clip(start, end) for iv in intervals)
+    return [iv for iv in clipped if iv is not None]
+
+
+def subtract(intervals: Iterable[Interval], holes: Iterable[Interval]) -> list[Interval]:
+    """The parts of `intervals` (merged) not covered by any of `holes`."""
+    result: list[Interval] = []
+    hole_list = merge(holes)
+    for iv in merge(intervals):
+        pieces = [iv]
+        for hole in hole_list:
+            next_pieces: list[Interval] = []
+            for piece in pieces:
+                if hole.end <= piece.start or hole.start >= piece.end:
+                    next_pieces.append(piece)
+                    continue
+                if piece.start < hole.start:
+                    next_pieces.append(Interval(piece.start, hole.start))
+                if hole.end < piece.end:
+                    next_pieces.append(Interval(hole.end, piece.end))
+            pieces = next_pieces
+        result.extend(pieces)
+    return result
+
+
+def format_duration(delta: timedelta) -> str:
+    """'18 h 11 min', '1 h 30 min', '45 min', '0 min': how the pages show durations."""
+    minutes = int(delta.total_seconds() // 60)
+    days, rem = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rem, 60)
+    parts = []
+    if days:
+        parts.append(f"{days} d")
+    if hours:
+        parts.append(f"{hours} h")
+    if mins or not parts:
+        parts.append(f"{mins} min")
+    return " ".join(parts)

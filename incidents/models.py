@@ -1,0 +1,414 @@
+"""The incident domain: products, locations, incidents, impact, timeline, reports.
+
+Models hold fields, constraints and cheap properties. Every rule that changes data
+lives in `incidents.services`; every read with a rule in it lives in
+`incidents.selectors`. Enum fields are backed by database CHECK constraints so that a
+bad value is refused by the database, not only by a form.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+
+def _choices_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name)
+
+
+_PUBLIC_ID_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def new_public_id() -> str:
+    """A short, unguessable, URL-safe id (the Statuspage format uses 12 characters)."""
+    return "".join(secrets.choice(_PUBLIC_ID_ALPHABET) for _ in range(12))
+
+
+class LocationKind(models.TextChoices):
+    GLOBAL = "global", "Global"
+    REGION = "region", "Region"
+    ZONE = "zone", "Zone"
+
+
+class IncidentKind(models.TextChoices):
+    INCIDENT = "incident", "Incident"
+    MAINTENANCE = "maintenance", "Scheduled maintenance"
+
+
+class IncidentStatus(models.TextChoices):
+    # Incident statuses, with the Statuspage enum strings ...
+    INVESTIGATING = "investigating", "Investigating"
+    IDENTIFIED = "identified", "Identified"
+    MONITORING = "monitoring", "Monitoring"
+    RESOLVED = "resolved", "Resolved"
+    POSTMORTEM = "postmortem", "Postmortem"
+    # ... and the scheduled-maintenance ones.
+    SCHEDULED = "scheduled", "Scheduled"
+    IN_PROGRESS = "in_progress", "In progress"
+    VERIFYING = "verifying", "Verifying"
+    COMPLETED = "completed", "Completed"
+
+
+class IncidentImpact(models.TextChoices):
+    NONE = "none", "None"
+    MINOR = "minor", "Minor"
+    MAJOR = "major", "Major"
+    CRITICAL = "critical", "Critical"
+
+
+class ImpactLevel(models.TextChoices):
+    DEGRADED_PERFORMANCE = "degraded_performance", "Degraded performance"
+    PARTIAL_OUTAGE = "partial_outage", "Partial outage"
+    MAJOR_OUTAGE = "major_outage", "Major outage"
+    UNDER_MAINTENANCE = "under_maintenance", "Under maintenance"
+
+
+class ReportKind(models.TextChoices):
+    MINI = "mini", "Mini incident report"
+    FULL = "full", "Incident report"
+
+
+class ReportStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    PUBLISHED = "published", "Published"
+
+
+class ActionType(models.TextChoices):
+    INVESTIGATE = "investigate", "Investigate"
+    MITIGATE = "mitigate", "Mitigate"
+    REPAIR = "repair", "Repair"
+    DETECT = "detect", "Detect"
+    PREVENT = "prevent", "Prevent"
+    PROCESS = "process", "Process"
+
+
+class ActionPriority(models.TextChoices):
+    P0 = "P0", "P0"
+    P1 = "P1", "P1"
+    P2 = "P2", "P2"
+    P3 = "P3", "P3"
+
+
+class ActionStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    IN_PROGRESS = "in_progress", "In progress"
+    DONE = "done", "Done"
+    WONT_DO = "wont_do", "Won't do"
+
+
+INCIDENT_STATUSES = (
+    IncidentStatus.INVESTIGATING,
+    IncidentStatus.IDENTIFIED,
+    IncidentStatus.MONITORING,
+    IncidentStatus.RESOLVED,
+    IncidentStatus.POSTMORTEM,
+)
+MAINTENANCE_STATUSES = (
+    IncidentStatus.SCHEDULED,
+    IncidentStatus.IN_PROGRESS,
+    IncidentStatus.VERIFYING,
+    IncidentStatus.COMPLETED,
+)
+CLOSED_STATUSES = (IncidentStatus.RESOLVED, IncidentStatus.POSTMORTEM, IncidentStatus.COMPLETED)
+
+
+class ProductGroup(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Product(models.Model):
+    """A component of the status page: Gmail, Cloud Storage, ..."""
+
+    public_id = models.CharField(max_length=12, unique=True, default=new_public_id, editable=False)
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+    group = models.ForeignKey(
+        ProductGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="products"
+    )
+    is_public = models.BooleanField(default=True, help_text="Shown on the public page and public API.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "name"]
+        indexes = [models.Index(fields=["is_public", "position"], name="product_public_pos")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Location(models.Model):
+    """A place impact can be scoped to: global, a region, or a zone within a region."""
+
+    Kind = LocationKind
+
+    name = models.SlugField(max_length=64, unique=True, help_text="e.g. us-central1 or us-central1-b")
+    display_name = models.CharField(max_length=100, blank=True)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REGION)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            _choices_check("kind", LocationKind, "location_kind_valid"),
+            models.CheckConstraint(condition=~Q(parent=F("id")), name="location_not_own_parent"),
+        ]
+
+    def __str__(self) -> str:
+        return self.display_name or self.name
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+
+class Incident(models.Model):
+    """An incident or a scheduled maintenance, as told to the public."""
+
+    Kind = IncidentKind
+
+    Status = IncidentStatus
+
+    Impact = IncidentImpact
+
+    INCIDENT_STATUSES = INCIDENT_STATUSES
+    MAINTENANCE_STATUSES = MAINTENANCE_STATUSES
+    CLOSED_STATUSES = CLOSED_STATUSES
+
+    public_id = models.CharField(max_length=12, unique=True, default=new_public_id, editable=False)
+    title = models.CharField(max_length=200)
+    summary = models.TextField(blank=True, help_text="Public summary (Markdown).")
+    internal_notes = models.TextField(blank=True, help_text="Staff only; never shown publicly.")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.INCIDENT)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.INVESTIGATING)
+    impact = models.CharField(max_length=10, choices=Impact.choices, default=Impact.MINOR)
+    started_at = models.DateTimeField(help_text="When customer impact began.")
+    detected_at = models.DateTimeField(null=True, blank=True)
+    mitigated_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    scheduled_until = models.DateTimeField(null=True, blank=True)
+    recurrence_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="recurrences"
+    )
+    is_public = models.BooleanField(default=True, help_text="Shown on the public page and public API.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            _choices_check("kind", IncidentKind, "incident_kind_valid"),
+            _choices_check("status", IncidentStatus, "incident_status_valid"),
+            _choices_check("impact", IncidentImpact, "incident_impact_valid"),
+            models.CheckConstraint(
+                condition=(Q(kind="incident", status__in=[s.value for s in INCIDENT_STATUSES]))
+                | Q(kind="maintenance", status__in=[s.value for s in MAINTENANCE_STATUSES]),
+                name="incident_status_matches_kind",
+            ),
+            models.CheckConstraint(
+                condition=Q(resolved_at__isnull=True) | Q(resolved_at__gte=F("started_at")),
+                name="incident_resolved_after_start",
+            ),
+            models.CheckConstraint(
+                condition=Q(detected_at__isnull=True) | Q(detected_at__gte=F("started_at")),
+                name="incident_detected_after_start",
+            ),
+            models.CheckConstraint(
+                condition=Q(mitigated_at__isnull=True) | Q(mitigated_at__gte=F("started_at")),
+                name="incident_mitigated_after_start",
+            ),
+            models.CheckConstraint(
+                condition=Q(scheduled_for__isnull=True)
+                | Q(scheduled_until__isnull=True)
+                | Q(scheduled_until__gte=F("scheduled_for")),
+                name="incident_schedule_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="incident") | Q(scheduled_for__isnull=False),
+                name="maintenance_has_schedule",
+            ),
+            models.CheckConstraint(condition=~Q(recurrence_of=F("id")), name="incident_not_own_recurrence"),
+        ]
+        indexes = [
+            models.Index(fields=["is_public", "-started_at"], name="incident_public_started"),
+            models.Index(fields=["status"], name="incident_status"),
+            models.Index(fields=["kind", "status", "scheduled_for"], name="incident_kind_sched"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_maintenance(self) -> bool:
+        return self.kind == self.Kind.MAINTENANCE
+
+    @property
+    def is_closed(self) -> bool:
+        return self.status in self.CLOSED_STATUSES
+
+
+class ImpactWindow(models.Model):
+    """One stretch of impact on one product, optionally confined to one location.
+
+    Product status, the history grid, uptime and SLA minutes are all derived from these
+    rows. Intervals are half-open: [started_at, ended_at); an open window (no end) is
+    ongoing.
+    """
+
+    Level = ImpactLevel
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="windows")
+    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="windows")
+    location = models.ForeignKey(
+        Location, null=True, blank=True, on_delete=models.PROTECT, related_name="windows"
+    )
+    level = models.CharField(max_length=24, choices=Level.choices, default=Level.PARTIAL_OUTAGE)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="Empty while the impact is ongoing.")
+    description = models.TextField(blank=True, help_text="What customers saw (Markdown).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["started_at", "id"]
+        constraints = [
+            _choices_check("level", ImpactLevel, "window_level_valid"),
+            models.CheckConstraint(
+                condition=Q(ended_at__isnull=True) | Q(ended_at__gte=F("started_at")),
+                name="window_end_after_start",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["product", "started_at"], name="window_product_start"),
+            models.Index(fields=["ended_at"], name="window_ended"),
+            models.Index(fields=["started_at"], name="window_started"),
+        ]
+
+    def __str__(self) -> str:
+        where = f" in {self.location}" if self.location_id else ""
+        return f"{self.get_level_display()} on {self.product}{where}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None
+
+
+class IncidentUpdate(models.Model):
+    """A timeline entry: what we knew and said at a given time."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="updates")
+    status = models.CharField(max_length=16, choices=Incident.Status.choices)
+    body = models.TextField(help_text="Markdown.")
+    display_at = models.DateTimeField(help_text="Shown time; may be backdated.")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    notify_subscribers = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-display_at", "-id"]
+        constraints = [_choices_check("status", IncidentStatus, "update_status_valid")]
+        indexes = [models.Index(fields=["incident", "-display_at"], name="update_incident_display")]
+
+    def __str__(self) -> str:
+        return f"{self.get_status_display()} at {self.display_at:%Y-%m-%d %H:%M}"
+
+
+class IncidentReport(models.Model):
+    """The postmortem: one per incident, in the four sections of a public report."""
+
+    Kind = ReportKind
+
+    Status = ReportStatus
+
+    incident = models.OneToOneField(Incident, on_delete=models.CASCADE, related_name="report")
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.FULL)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
+    summary = models.TextField(blank=True, help_text="Markdown.")
+    root_cause = models.TextField(blank=True, help_text="Markdown.")
+    remediation = models.TextField(blank=True, help_text="Remediation and prevention (Markdown).")
+    impact_description = models.TextField(blank=True, help_text="Detailed description of impact (Markdown).")
+    published_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            _choices_check("kind", ReportKind, "report_kind_valid"),
+            _choices_check("status", ReportStatus, "report_status_valid"),
+            models.CheckConstraint(
+                condition=~Q(status="published") | Q(published_at__isnull=False),
+                name="report_published_has_time",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()}: {self.incident}"
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == self.Status.PUBLISHED
+
+
+class ActionItem(models.Model):
+    """Follow-up work from an incident (the prevention list of a report)."""
+
+    Type = ActionType
+
+    Priority = ActionPriority
+
+    Status = ActionStatus
+
+    OPEN_STATUSES = (ActionStatus.OPEN, ActionStatus.IN_PROGRESS)
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="action_items")
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    type = models.CharField(max_length=12, choices=Type.choices, default=Type.PREVENT)
+    priority = models.CharField(max_length=2, choices=Priority.choices, default=Priority.P2)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="action_items",
+    )
+    due_date = models.DateField(null=True, blank=True)
+    tracker_url = models.URLField(blank=True)
+    is_public = models.BooleanField(default=False, help_text="Listed on the published report.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["priority", "due_date", "id"]
+        constraints = [
+            _choices_check("type", ActionType, "action_type_valid"),
+            _choices_check("priority", ActionPriority, "action_priority_valid"),
+            _choices_check("status", ActionStatus, "action_status_valid"),
+        ]
+        indexes = [models.Index(fields=["status", "due_date"], name="action_status_due")]
+
+    def __str__(self) -> str:
+        return self.title

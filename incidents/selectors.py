@@ -1,0 +1,201 @@
+"""Reads of the incident domain that carry a rule: visibility, rollup, durations.
+
+Public selectors return only public incidents and public products; the access gate
+`incident_get_for_user` is what every view and API that takes an incident id uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from incidents import intervals
+from incidents.models import ImpactWindow, Incident, IncidentUpdate, Location, Product
+
+Level = ImpactWindow.Level
+OPERATIONAL = "operational"
+
+# Worst first. A product's status is the worst level among its open windows.
+LEVEL_SEVERITY: dict[str, int] = {
+    OPERATIONAL: 0,
+    Level.UNDER_MAINTENANCE: 1,
+    Level.DEGRADED_PERFORMANCE: 2,
+    Level.PARTIAL_OUTAGE: 3,
+    Level.MAJOR_OUTAGE: 4,
+}
+PRODUCT_STATUS_LABELS: dict[str, str] = {OPERATIONAL: "Operational", **dict(Level.choices)}
+
+INDICATOR_SEVERITY = {"none": 0, "maintenance": 1, "minor": 2, "major": 3, "critical": 4}
+INDICATOR_DESCRIPTIONS = {
+    "none": "All Systems Operational",
+    "maintenance": "Service Under Maintenance",
+    "minor": "Minor Service Outage",
+    "major": "Partial System Outage",
+    "critical": "Major System Outage",
+}
+_LEVEL_INDICATOR = {
+    OPERATIONAL: "none",
+    Level.UNDER_MAINTENANCE: "maintenance",
+    Level.DEGRADED_PERFORMANCE: "minor",
+    Level.PARTIAL_OUTAGE: "major",
+    Level.MAJOR_OUTAGE: "critical",
+}
+
+
+def worst_level(levels: Iterable[str]) -> str:
+    return max(levels, key=LEVEL_SEVERITY.__getitem__, default=OPERATIONAL)
+
+
+# --- Visibility ---------------------------------------------------------------------------
+
+
+def products_public() -> QuerySet[Product]:
+    return (
+        Product.objects.filter(is_public=True)
+        .select_related("group")
+        .order_by("group__position", "group__name", "position", "name")
+    )
+
+
+def incidents_public() -> QuerySet[Incident]:
+    """Public incidents that touch at least one public product (or no product yet).
+
+    An incident whose every window is on a staff-only product would leak that product's
+    existence, so it stays off public pages.
+    """
+    any_window = ImpactWindow.objects.filter(incident=OuterRef("pk"))
+    public_window = any_window.filter(product__is_public=True)
+    return Incident.objects.filter(is_public=True).filter(Q(Exists(public_window)) | ~Q(Exists(any_window)))
+
+
+def public_windows_prefetch(prefix: str = "") -> Prefetch:
+    return Prefetch(
+        f"{prefix}windows",
+        queryset=ImpactWindow.objects.filter(product__is_public=True).select_related("product", "location"),
+    )
+
+
+def incident_get_for_user(*, public_id: str, user: Any) -> Incident:
+    """The access gate for one incident: staff see everything, everyone else only public."""
+    queryset = Incident.objects.all() if getattr(user, "is_staff", False) else incidents_public()
+    try:
+        return queryset.get(public_id=public_id)
+    except Incident.DoesNotExist:
+        raise Http404("No such incident.") from None
+
+
+def incident_windows_for_user(*, incident: Incident, user: Any) -> list[ImpactWindow]:
+    windows = incident.windows.select_related("product", "location").order_by("started_at", "id")
+    if not getattr(user, "is_staff", False):
+        windows = windows.filter(product__is_public=True)
+    return list(windows)
+
+
+def incident_updates(*, incident: Incident) -> list[IncidentUpdate]:
+    return list(incident.updates.order_by("-display_at", "-id"))
+
+
+# --- Status rollup ----------------------------------------------------------------------
+
+
+def product_statuses(
+    *, at: datetime | None = None, products: Iterable[Product] | None = None
+) -> dict[int, str]:
+    """Current status of each product: the worst window open at `at`.
+
+    One query, whatever the number of products: windows that contain `at`.
+    """
+    at = at or timezone.now()
+    windows = ImpactWindow.objects.filter(started_at__lte=at).filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=at)
+    )
+    if products is not None:
+        windows = windows.filter(product__in=list(products))
+    statuses: dict[int, str] = {}
+    for product_id, level in windows.values_list("product_id", "level"):
+        statuses[product_id] = worst_level([statuses.get(product_id, OPERATIONAL), level])
+    return statuses
+
+
+@dataclass(frozen=True)
+class PageStatus:
+    indicator: str
+    description: str
+
+
+def page_status(*, statuses: Iterable[str], unresolved_impacts: Iterable[str] = ()) -> PageStatus:
+    """The overall banner, Statuspage style, from product statuses and open incidents."""
+    indicators = [_LEVEL_INDICATOR[s] for s in statuses]
+    indicators += [i for i in unresolved_impacts if i != Incident.Impact.NONE]
+    indicator = max(indicators, key=INDICATOR_SEVERITY.__getitem__, default="none")
+    return PageStatus(indicator=indicator, description=INDICATOR_DESCRIPTIONS[indicator])
+
+
+# --- Durations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProductDuration:
+    product: Product
+    duration: timedelta
+    locations: tuple[Location, ...]
+
+
+@dataclass(frozen=True)
+class IncidentDurations:
+    total: timedelta
+    per_product: tuple[ProductDuration, ...]
+    ongoing: bool
+
+
+def window_interval(window: ImpactWindow, *, now: datetime) -> intervals.Interval:
+    end = window.ended_at or max(now, window.started_at)
+    return intervals.Interval(window.started_at, end)
+
+
+def incident_durations(
+    *, incident: Incident, windows: Iterable[ImpactWindow] | None = None, now: datetime | None = None
+) -> IncidentDurations:
+    """How long the incident lasted, per product and in total.
+
+    The total is the union of all windows (a recurrence adds its own stretch; overlapping
+    windows count once). Without windows it is the incident's own start to resolution.
+    """
+    now = now or timezone.now()
+    window_list = list(
+        windows if windows is not None else incident.windows.select_related("product", "location")
+    )
+    if not window_list:
+        end = incident.resolved_at or max(now, incident.started_at)
+        return IncidentDurations(
+            total=end - incident.started_at, per_product=(), ongoing=incident.resolved_at is None
+        )
+
+    by_product: dict[int, list[ImpactWindow]] = {}
+    for window in window_list:
+        by_product.setdefault(window.product_id, []).append(window)
+    per_product = []
+    for product_windows in by_product.values():
+        locations: dict[int, Location] = {}
+        for w in product_windows:
+            if w.location is not None:
+                locations.setdefault(w.location.pk, w.location)
+        per_product.append(
+            ProductDuration(
+                product=product_windows[0].product,
+                duration=intervals.total(window_interval(w, now=now) for w in product_windows),
+                locations=tuple(locations.values()),
+            )
+        )
+    per_product.sort(key=lambda pd: (pd.product.position, pd.product.name))
+    return IncidentDurations(
+        total=intervals.total(window_interval(w, now=now) for w in window_list),
+        per_product=tuple(per_product),
+        ongoing=any(w.ended_at is None for w in window_list),
+    )

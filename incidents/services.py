@@ -1,0 +1,399 @@
+"""Writes of the incident domain.
+
+Every change to incidents goes through these functions, whether it comes from the
+admin, the staff views, the API or a command. They own their transactions, validate
+their input (raising `ValidationError` with per-field messages so forms and the API can
+show them) and schedule side effects only after the commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from incidents import cache as public_cache
+from incidents.models import (
+    ActionItem,
+    ImpactWindow,
+    Incident,
+    IncidentReport,
+    IncidentUpdate,
+    Location,
+    Product,
+)
+
+Status = Incident.Status
+User = AbstractBaseUser
+
+# C0 controls (except tab), DEL and C1 controls. A title or name ends up in email
+# subjects and headers, so CR/LF there must never get through.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+
+
+def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
+    """Strip surrounding space and refuse control characters and overlong values."""
+    value = (value or "").strip()
+    if not value:
+        raise ValidationError({field: "This field is required."})
+    if _CONTROL_CHARS.search(value):
+        raise ValidationError({field: "Line breaks and control characters are not allowed."})
+    if len(value) > max_length:
+        raise ValidationError({field: f"At most {max_length} characters."})
+    return value
+
+
+def _require_aware(value: datetime | None, *, field: str) -> None:
+    if value is not None and timezone.is_naive(value):
+        raise ValidationError({field: "A time zone is required."})
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """An impact window to create along with an incident."""
+
+    product: Product
+    level: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    location: Location | None = None
+    description: str = ""
+
+
+def _validate_window(
+    *, level: str, started_at: datetime, ended_at: datetime | None, product: Product | None
+) -> None:
+    if product is None:
+        raise ValidationError({"product": "Choose the affected product."})
+    if level not in ImpactWindow.Level.values:
+        raise ValidationError({"level": f"Unknown impact level {level!r}."})
+    _require_aware(started_at, field="started_at")
+    _require_aware(ended_at, field="ended_at")
+    if ended_at is not None and ended_at < started_at:
+        raise ValidationError({"ended_at": "The end must not be before the start."})
+
+
+def _touch(incident: Incident) -> None:
+    incident.save(update_fields=["updated_at"])
+    public_cache.public_state_changed()
+
+
+@transaction.atomic
+def incident_open(
+    *,
+    title: str,
+    impact: str = Incident.Impact.MINOR,
+    started_at: datetime | None = None,
+    summary: str = "",
+    body: str = "",
+    status: str | None = None,
+    kind: str = Incident.Kind.INCIDENT,
+    windows: Sequence[WindowSpec] = (),
+    created_by: User | None = None,
+    is_public: bool = True,
+    detected_at: datetime | None = None,
+    scheduled_for: datetime | None = None,
+    scheduled_until: datetime | None = None,
+    recurrence_of: Incident | None = None,
+    internal_notes: str = "",
+    notify: bool = True,
+) -> Incident:
+    """File an incident (or schedule a maintenance) with its first timeline entry."""
+    title = clean_single_line(title, field="title")
+    if kind not in Incident.Kind.values:
+        raise ValidationError({"kind": f"Unknown kind {kind!r}."})
+    if impact not in Incident.Impact.values:
+        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
+    is_maintenance = kind == Incident.Kind.MAINTENANCE
+    allowed = Incident.MAINTENANCE_STATUSES if is_maintenance else Incident.INCIDENT_STATUSES
+    status = status or (Status.SCHEDULED if is_maintenance else Status.INVESTIGATING)
+    if status not in allowed or status in Incident.CLOSED_STATUSES:
+        raise ValidationError({"status": f"A new {kind} cannot start as {status!r}."})
+    for name, value in (
+        ("started_at", started_at),
+        ("detected_at", detected_at),
+        ("scheduled_for", scheduled_for),
+        ("scheduled_until", scheduled_until),
+    ):
+        _require_aware(value, field=name)
+    if is_maintenance:
+        if scheduled_for is None or scheduled_until is None:
+            raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
+        if scheduled_until < scheduled_for:
+            raise ValidationError({"scheduled_until": "The end must not be before the start."})
+        started_at = started_at or scheduled_for
+    started_at = started_at or timezone.now()
+    if detected_at is not None and detected_at < started_at:
+        raise ValidationError({"detected_at": "Detection cannot precede the start of impact."})
+    for spec in windows:
+        _validate_window(
+            level=spec.level, started_at=spec.started_at, ended_at=spec.ended_at, product=spec.product
+        )
+
+    incident = Incident.objects.create(
+        title=title,
+        summary=summary,
+        internal_notes=internal_notes,
+        kind=kind,
+        status=status,
+        impact=impact,
+        started_at=started_at,
+        detected_at=detected_at,
+        scheduled_for=scheduled_for,
+        scheduled_until=scheduled_until,
+        recurrence_of=recurrence_of,
+        is_public=is_public,
+        created_by=created_by,
+    )
+    ImpactWindow.objects.bulk_create(
+        [
+            ImpactWindow(
+                incident=incident,
+                product=spec.product,
+                location=spec.location,
+                level=spec.level,
+                started_at=spec.started_at,
+                ended_at=spec.ended_at,
+                description=spec.description,
+            )
+            for spec in windows
+        ]
+    )
+    IncidentUpdate.objects.create(
+        incident=incident,
+        status=status,
+        body=body or summary or title,
+        display_at=started_at if is_maintenance else (detected_at or started_at),
+        author=created_by,
+        notify_subscribers=notify,
+    )
+    public_cache.public_state_changed()
+    return incident
+
+
+@transaction.atomic
+def incident_post_update(
+    *,
+    incident: Incident,
+    status: str,
+    body: str,
+    author: User | None = None,
+    display_at: datetime | None = None,
+    notify: bool = True,
+) -> IncidentUpdate:
+    """Add a timeline entry; its status becomes the incident's status.
+
+    Posting a closing status (resolved / completed) resolves the incident, closing its
+    open windows. `postmortem` is reached only by publishing the report.
+    """
+    if not (body or "").strip():
+        raise ValidationError({"body": "Say what changed."})
+    _require_aware(display_at, field="display_at")
+    allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
+    if status not in allowed:
+        raise ValidationError({"status": f"{status!r} is not a status for this {incident.kind}."})
+    if status == Status.POSTMORTEM:
+        raise ValidationError({"status": "Publish the incident report to move to postmortem."})
+    if status in (Status.RESOLVED, Status.COMPLETED):
+        return incident_resolve(
+            incident=incident, body=body, author=author, resolved_at=display_at, notify=notify
+        )
+
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    display_at = display_at or timezone.now()
+    update = IncidentUpdate.objects.create(
+        incident=incident,
+        status=status,
+        body=body,
+        display_at=display_at,
+        author=author,
+        notify_subscribers=notify,
+    )
+    fields = ["status", "updated_at"]
+    if incident.is_closed:
+        # Reopening: the incident is ongoing again.
+        incident.resolved_at = None
+        fields.append("resolved_at")
+    incident.status = status
+    if status == Status.MONITORING and incident.mitigated_at is None and display_at >= incident.started_at:
+        incident.mitigated_at = display_at
+        fields.append("mitigated_at")
+    incident.save(update_fields=fields)
+    public_cache.public_state_changed()
+    return update
+
+
+@transaction.atomic
+def incident_resolve(
+    *,
+    incident: Incident,
+    body: str = "",
+    author: User | None = None,
+    resolved_at: datetime | None = None,
+    notify: bool = True,
+) -> IncidentUpdate:
+    """Resolve (or complete, for maintenance): close open windows, record the time."""
+    # Row lock: two staff pressing "resolve" at once must not post two resolutions.
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if incident.is_closed:
+        raise ValidationError("This incident is already resolved.")
+    _require_aware(resolved_at, field="resolved_at")
+    resolved_at = resolved_at or timezone.now()
+    if resolved_at < incident.started_at:
+        raise ValidationError({"resolved_at": "The resolution cannot precede the start."})
+    for window in incident.windows.filter(ended_at__isnull=True):
+        window.ended_at = max(resolved_at, window.started_at)
+        window.save(update_fields=["ended_at"])
+
+    closing = Status.COMPLETED if incident.is_maintenance else Status.RESOLVED
+    incident.status = closing
+    incident.resolved_at = resolved_at
+    fields = ["status", "resolved_at", "updated_at"]
+    if incident.mitigated_at is None:
+        incident.mitigated_at = resolved_at
+        fields.append("mitigated_at")
+    incident.save(update_fields=fields)
+    default_body = (
+        "The maintenance is complete." if incident.is_maintenance else "This incident has been resolved."
+    )
+    update = IncidentUpdate.objects.create(
+        incident=incident,
+        status=closing,
+        body=body.strip() or default_body,
+        display_at=resolved_at,
+        author=author,
+        notify_subscribers=notify,
+    )
+    public_cache.public_state_changed()
+    return update
+
+
+@transaction.atomic
+def impact_window_add(
+    *,
+    incident: Incident,
+    product: Product,
+    level: str,
+    started_at: datetime,
+    ended_at: datetime | None = None,
+    location: Location | None = None,
+    description: str = "",
+) -> ImpactWindow:
+    _validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
+    window = ImpactWindow.objects.create(
+        incident=incident,
+        product=product,
+        location=location,
+        level=level,
+        started_at=started_at,
+        ended_at=ended_at,
+        description=description,
+    )
+    _touch(incident)
+    return window
+
+
+@transaction.atomic
+def impact_window_close(*, window: ImpactWindow, ended_at: datetime | None = None) -> ImpactWindow:
+    window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
+    if window.ended_at is not None:
+        raise ValidationError("This impact window is already closed.")
+    _require_aware(ended_at, field="ended_at")
+    ended_at = ended_at or timezone.now()
+    if ended_at < window.started_at:
+        raise ValidationError({"ended_at": "The end must not be before the start."})
+    window.ended_at = ended_at
+    window.save(update_fields=["ended_at"])
+    _touch(window.incident)
+    return window
+
+
+@transaction.atomic
+def report_save(
+    *,
+    incident: Incident,
+    kind: str = IncidentReport.Kind.FULL,
+    summary: str = "",
+    root_cause: str = "",
+    remediation: str = "",
+    impact_description: str = "",
+) -> IncidentReport:
+    """Create or edit the incident report. A published report stays published."""
+    if kind not in IncidentReport.Kind.values:
+        raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
+    report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
+    report.kind = kind
+    report.summary = summary
+    report.root_cause = root_cause
+    report.remediation = remediation
+    report.impact_description = impact_description
+    report.save()
+    if report.is_published:
+        _touch(incident)
+    return report
+
+
+@transaction.atomic
+def report_publish(
+    *, incident: Incident, published_at: datetime | None = None, actor: User | None = None
+) -> IncidentReport:
+    """Publish the incident report; the incident moves to `postmortem`."""
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    try:
+        report = IncidentReport.objects.select_for_update().get(incident=incident)
+    except IncidentReport.DoesNotExist:
+        raise ValidationError("Write the incident report before publishing it.") from None
+    if report.is_published:
+        raise ValidationError("The incident report is already published.")
+    if not incident.is_closed:
+        raise ValidationError("Resolve the incident before publishing its report.")
+    if not report.summary.strip():
+        raise ValidationError({"summary": "A published report needs a summary."})
+    _require_aware(published_at, field="published_at")
+    report.status = IncidentReport.Status.PUBLISHED
+    report.published_at = published_at or timezone.now()
+    report.save(update_fields=["status", "published_at", "updated_at"])
+    if not incident.is_maintenance:
+        incident.status = Status.POSTMORTEM
+        incident.save(update_fields=["status", "updated_at"])
+    public_cache.public_state_changed()
+    return report
+
+
+@transaction.atomic
+def action_item_create(
+    *,
+    incident: Incident,
+    title: str,
+    type: str = ActionItem.Type.PREVENT,
+    priority: str = ActionItem.Priority.P2,
+    owner: Any = None,
+    due_date: date | None = None,
+    tracker_url: str = "",
+    description: str = "",
+    is_public: bool = False,
+) -> ActionItem:
+    title = clean_single_line(title, field="title")
+    item = ActionItem(
+        incident=incident,
+        title=title,
+        type=type,
+        priority=priority,
+        owner=owner,
+        due_date=due_date,
+        tracker_url=tracker_url,
+        description=description,
+        is_public=is_public,
+    )
+    item.full_clean()
+    item.save()
+    if is_public:
+        public_cache.public_state_changed()
+    return item

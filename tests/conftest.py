@@ -1,0 +1,87 @@
+"""Shared fixtures: personas, service detection, and the REQUIRE_SERVICES rule.
+
+Tests that need a real service use it when it is there and skip with a clear reason when
+it is not. In CI, REQUIRE_SERVICES=1 turns each such skip into a failure, so a missing
+service can never make the suite look green.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") not in ("", "0")
+
+
+def service_missing(reason: str) -> None:
+    """Skip, or fail when REQUIRE_SERVICES is set."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service missing (REQUIRE_SERVICES=1): {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def redis_url() -> str:
+    url = os.environ["TEST_REDIS_URL"]
+    parsed = urlparse(url)
+    if not _port_open(parsed.hostname or "127.0.0.1", parsed.port or 6379):
+        service_missing(f"Redis is not reachable at {url}")
+    return url
+
+
+@pytest.fixture
+def postgres() -> None:
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        service_missing("this test needs PostgreSQL: set DATABASE_URL=postgres://...")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(path):
+        service_missing("Chromium is not installed (apt-get install chromium)")
+    return path
+
+
+# --- Personas: alice is staff, bob is a signed-in non-staff user -------------------------
+
+
+@pytest.fixture
+def alice(db: None) -> User:
+    return User.objects.create_user(
+        "alice", "alice@example.org", "alice-password", is_staff=True, is_superuser=True
+    )
+
+
+@pytest.fixture
+def bob(db: None) -> User:
+    return User.objects.create_user("bob", "bob@example.org", "bob-password")
+
+
+@pytest.fixture
+def staff_client(client, alice):  # type: ignore[no-untyped-def]
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    from django.core.cache import cache
+
+    cache.clear()
+    yield

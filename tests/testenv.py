@@ -1,0 +1,27 @@
+"""Loaded as a pytest plugin (-p tests.testenv) before Django reads its settings.
+
+It sets the environment tests run in: production-like (DEBUG off) but without the
+HTTPS redirect, with a throwaway secret key. Variables already set (DATABASE_URL,
+REDIS_URL in CI) are left alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+os.environ.setdefault("DEBUG", "0")
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
+os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
+os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
+os.environ.setdefault("VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"))
+os.environ.setdefault("STATIC_MANIFEST", "0")
+
+# The main suite runs on a local-memory cache with tasks in process, so results do not
+# depend on what another test left in Redis. Tests that need the real Redis (broker,
+# cache outage, worker) read TEST_REDIS_URL and set things up explicitly.
+if os.environ.get("REDIS_URL"):
+    os.environ.setdefault("TEST_REDIS_URL", os.environ.pop("REDIS_URL"))
+os.environ.setdefault("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
