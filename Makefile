@@ -35,7 +35,7 @@ lint: $(VENV)/.installed-dev
 	$(PY) -m ruff format --check .
 
 typecheck: $(VENV)/.installed-dev
-	$(PY) -m mypy .
+	DEBUG=1 $(PY) -m mypy .
 
 check: lint typecheck
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run

@@ -105,16 +105,23 @@ def incident_updates(*, incident: Incident) -> list[IncidentUpdate]:
 
 
 def product_statuses(
-    *, at: datetime | None = None, products: Iterable[Product] | None = None
+    *,
+    at: datetime | None = None,
+    products: Iterable[Product] | None = None,
+    include_private: bool = False,
 ) -> dict[int, str]:
     """Current status of each product: the worst window open at `at`.
 
-    One query, whatever the number of products: windows that contain `at`.
+    One query, whatever the number of products: windows that contain `at`. Windows of
+    staff-only incidents count only with `include_private`: otherwise a hidden incident
+    would show on the public page as a public product's status.
     """
     at = at or timezone.now()
     windows = ImpactWindow.objects.filter(started_at__lte=at).filter(
         Q(ended_at__isnull=True) | Q(ended_at__gt=at)
     )
+    if not include_private:
+        windows = windows.filter(incident__is_public=True)
     if products is not None:
         windows = windows.filter(product__in=list(products))
     statuses: dict[int, str] = {}

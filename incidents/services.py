@@ -379,6 +379,7 @@ def action_item_create(
     tracker_url: str = "",
     description: str = "",
     is_public: bool = False,
+    status: str = ActionItem.Status.OPEN,
 ) -> ActionItem:
     title = clean_single_line(title, field="title")
     item = ActionItem(
@@ -391,9 +392,149 @@ def action_item_create(
         tracker_url=tracker_url,
         description=description,
         is_public=is_public,
+        status=status,
     )
     item.full_clean()
     item.save()
     if is_public:
         public_cache.public_state_changed()
+    return item
+
+
+# --- Edits from the staff side (admin) ---------------------------------------------------
+# Status is deliberately not editable here: it moves only through timeline updates,
+# resolution and publishing, so the timeline always explains the current status.
+
+INCIDENT_EDITABLE_FIELDS = frozenset(
+    {
+        "title",
+        "summary",
+        "internal_notes",
+        "impact",
+        "is_public",
+        "started_at",
+        "detected_at",
+        "mitigated_at",
+        "scheduled_for",
+        "scheduled_until",
+        "recurrence_of",
+    }
+)
+
+
+@transaction.atomic
+def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
+    """Edit the descriptive fields and times of an incident (not its kind or status)."""
+    unknown = set(changes) - INCIDENT_EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if "title" in changes:
+        changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+    if "impact" in changes and changes["impact"] not in Incident.Impact.values:
+        raise ValidationError({"impact": f"Unknown impact {changes['impact']!r}."})
+    if "started_at" in changes and changes["started_at"] is None:
+        raise ValidationError({"started_at": "This field is required."})
+    for name in ("started_at", "detected_at", "mitigated_at", "scheduled_for", "scheduled_until"):
+        if name in changes:
+            _require_aware(changes[name], field=name)
+    recurrence = changes.get("recurrence_of")
+    if recurrence is not None and recurrence.pk == incident.pk:
+        raise ValidationError({"recurrence_of": "An incident cannot be a recurrence of itself."})
+    for name, value in changes.items():
+        setattr(incident, name, value)
+    # Checked on the result, so that moving the start and a later time together works.
+    for name in ("detected_at", "mitigated_at", "resolved_at"):
+        value = getattr(incident, name)
+        if value is not None and value < incident.started_at:
+            field = name if name in changes else "started_at"
+            raise ValidationError({field: f"{name.replace('_', ' ').capitalize()} precedes the start."})
+    if incident.is_maintenance:
+        if incident.scheduled_for is None or incident.scheduled_until is None:
+            raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
+        if incident.scheduled_until < incident.scheduled_for:
+            raise ValidationError({"scheduled_until": "The end must not be before the start."})
+    if changes:
+        incident.save(update_fields=[*changes, "updated_at"])
+        public_cache.public_state_changed()
+    return incident
+
+
+@transaction.atomic
+def incident_delete(*, incident: Incident) -> None:
+    """Remove an incident filed by mistake (with its windows, timeline and report)."""
+    Incident.objects.filter(pk=incident.pk).delete()
+    public_cache.public_state_changed()
+
+
+@transaction.atomic
+def impact_window_edit(
+    *,
+    window: ImpactWindow,
+    product: Product,
+    level: str,
+    started_at: datetime,
+    ended_at: datetime | None = None,
+    location: Location | None = None,
+    description: str = "",
+) -> ImpactWindow:
+    """Correct an impact window (scope, level, times); the same rules as adding one."""
+    window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
+    _validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
+    window.product = product
+    window.location = location
+    window.level = level
+    window.started_at = started_at
+    window.ended_at = ended_at
+    window.description = description
+    window.save(update_fields=["product", "location", "level", "started_at", "ended_at", "description"])
+    _touch(window.incident)
+    return window
+
+
+@transaction.atomic
+def impact_window_delete(*, window: ImpactWindow) -> None:
+    incident = window.incident
+    ImpactWindow.objects.filter(pk=window.pk).delete()
+    _touch(incident)
+
+
+@transaction.atomic
+def report_set_status(*, incident: Incident, status: str) -> IncidentReport:
+    """Move a report between draft and in review; publishing is `report_publish`."""
+    if status not in (IncidentReport.Status.DRAFT, IncidentReport.Status.IN_REVIEW):
+        raise ValidationError({"status": "Use “Publish report” to publish."})
+    try:
+        report = IncidentReport.objects.select_for_update().get(incident=incident)
+    except IncidentReport.DoesNotExist:
+        raise ValidationError("Write the incident report first.") from None
+    if report.is_published:
+        raise ValidationError({"status": "A published report stays published."})
+    if report.status != status:
+        report.status = status
+        report.save(update_fields=["status", "updated_at"])
+    return report
+
+
+ACTION_ITEM_EDITABLE_FIELDS = frozenset(
+    {"title", "description", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"}
+)
+
+
+@transaction.atomic
+def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem:
+    unknown = set(changes) - ACTION_ITEM_EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    item = ActionItem.objects.select_for_update().get(pk=item.pk)
+    was_public = item.is_public
+    if "title" in changes:
+        changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+    for name, value in changes.items():
+        setattr(item, name, value)
+    item.full_clean()
+    if changes:
+        item.save(update_fields=[*changes, "updated_at"])
+        if was_public or item.is_public:
+            public_cache.public_state_changed()
     return item

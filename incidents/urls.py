@@ -1,7 +1,16 @@
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
+
+from incidents import feeds, views
 
 app_name = "public"
 
-urlpatterns: list[URLPattern | URLResolver] = []
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", views.status_index, name="index"),
+    path("incidents/<str:public_id>/", views.incident_detail, name="incident"),
+    path("products/<slug:slug>/", views.product_detail, name="product"),
+    path("history/", views.history, name="history"),
+    path("history.atom", feeds.HistoryAtomFeed(), name="history-atom"),
+    path("history.rss", feeds.HistoryRssFeed(), name="history-rss"),
+]

@@ -8,9 +8,11 @@ Every variable read here is listed, with its meaning, in docker/.env.example.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from statuspage.env import env_bool, env_float, env_int, env_list, env_str
@@ -46,11 +48,17 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "incidents",
+    "subscriptions",
+    "outbox",
+    "credits",
 ]
 
 MIDDLEWARE = [
+    "statuspage.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "statuspage.middleware.LoadSheddingMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -59,7 +67,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "statuspage.middleware.DatabaseUnavailableMiddleware",
 ]
+
+# Load shedding: requests one process works on at once before it answers 503 at once.
+# Cached public reads are exempt. 0 turns shedding off.
+MAX_CONCURRENT_REQUESTS = env_int("MAX_CONCURRENT_REQUESTS", 16)
+SHED_RETRY_AFTER = env_int("SHED_RETRY_AFTER", 5)
+DB_UNAVAILABLE_RETRY_AFTER = env_int("DB_UNAVAILABLE_RETRY_AFTER", 30)
 
 ROOT_URLCONF = "statuspage.urls"
 WSGI_APPLICATION = "statuspage.wsgi.application"
@@ -171,6 +186,18 @@ UPTIME_WEIGHT_PARTIAL = env_float("UPTIME_WEIGHT_PARTIAL", 0.3)
 UPTIME_WEIGHT_DEGRADED = env_float("UPTIME_WEIGHT_DEGRADED", 0.0)
 STATUS_GRID_DAYS = env_int("STATUS_GRID_DAYS", 14)
 
+# --- Public page cache (incidents/page_cache.py) ------------------------------------------
+# Entries are invalidated by the public-state version on every write; this TTL only
+# refreshes clock-driven text such as the running duration of an ongoing incident.
+PUBLIC_CACHE_TTL = env_int("PUBLIC_CACHE_TTL", 60)
+PUBLIC_CACHE_MAX_AGE = env_int("PUBLIC_CACHE_MAX_AGE", 30)
+PUBLIC_CACHE_SWR = env_int("PUBLIC_CACHE_SWR", 30)
+PUBLIC_CACHE_SIE = env_int("PUBLIC_CACHE_SIE", 86400)
+PUBLIC_CACHE_LOCK_TIMEOUT = env_int("PUBLIC_CACHE_LOCK_TIMEOUT", 10)
+PUBLIC_CACHE_WAIT = env_float("PUBLIC_CACHE_WAIT", 2.0)
+# After a failed render, snapshot pages skip the database for this many seconds.
+PUBLIC_CACHE_DB_BACKOFF = env_float("PUBLIC_CACHE_DB_BACKOFF", 2.0)
+
 # --- Static files ---------------------------------------------------------------------------
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -213,6 +240,36 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+# The REST API (incidents/api/): one error shape, throttles keyed on the real client
+# address, and docs whose assets are served locally (no CDN needed to read them).
+# Proxies in front of us that append to X-Forwarded-For; 0 means REMOTE_ADDR is the
+# client. Never more than are really there: the header is otherwise forgeable.
+NUM_PROXIES = env_int("NUM_PROXIES", 0)
+REST_FRAMEWORK.update(
+    {
+        "EXCEPTION_HANDLER": "incidents.api.exceptions.api_exception_handler",
+        "NUM_PROXIES": NUM_PROXIES,
+        "DEFAULT_THROTTLE_RATES": {
+            "anon": env_str("API_THROTTLE_ANON", "300/min"),
+            "token": env_str("API_THROTTLE_TOKEN", "1200/min"),
+        },
+    }
+)
+SPECTACULAR_SETTINGS.update(
+    {
+        "DESCRIPTION": (
+            "Incidents, impact, incident reports and SLA credits. Public data is readable "
+            "anonymously; writes and staff-only resources need a staff token "
+            "(`Authorization: Token <key>`). Every error has the body "
+            '`{"error": {"code", "message", "fields"}}`.'
+        ),
+        "SWAGGER_UI_DIST": "SIDECAR",
+        "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+        "REDOC_DIST": "SIDECAR",
+        "COMPONENT_SPLIT_REQUEST": True,
+        "SCHEMA_PATH_PREFIX": r"/api/v[0-9]",
+    }
+)
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
 CORS_URLS_REGEX = r"^/(api/v2/.*|api/v1/(status|products|locations|incidents|maintenance).*|incidents\.json|products\.json)$"
@@ -231,6 +288,68 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# --- Subscriptions, notifications, maintenance, action items --------------------------------
+# Signed-link lifetimes (seconds). Unsubscribe links live long: they sit in old emails.
+SUBSCRIPTION_CONFIRM_MAX_AGE = env_int("SUBSCRIPTION_CONFIRM_MAX_AGE", 7 * 24 * 3600)
+SUBSCRIPTION_MANAGE_MAX_AGE = env_int("SUBSCRIPTION_MANAGE_MAX_AGE", 30 * 24 * 3600)
+SUBSCRIPTION_UNSUBSCRIBE_MAX_AGE = env_int("SUBSCRIPTION_UNSUBSCRIBE_MAX_AGE", 400 * 24 * 3600)
+# The subscribe form must not mail-bomb anyone: requests per address and per client IP
+# within SUBSCRIBE_RATE_WINDOW seconds (counted in the cache; fails open if it is down),
+# and at most one confirmation email per address per SUBSCRIBE_CONFIRM_RESEND_SECONDS
+# (enforced in the database, so it holds even when the cache is down).
+SUBSCRIBE_RATE_PER_ADDRESS = env_int("SUBSCRIBE_RATE_PER_ADDRESS", 3)
+SUBSCRIBE_RATE_PER_IP = env_int("SUBSCRIBE_RATE_PER_IP", 20)
+SUBSCRIBE_RATE_WINDOW = env_int("SUBSCRIBE_RATE_WINDOW", 3600)
+SUBSCRIBE_CONFIRM_RESEND_SECONDS = env_int("SUBSCRIBE_CONFIRM_RESEND_SECONDS", 300)
+# Webhook targets on private, loopback or link-local addresses are refused (SSRF) unless
+# this is on (tests and local development only).
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+# A webhook whose deliveries fail for good this many times in a row is disabled.
+WEBHOOK_MAX_CONSECUTIVE_FAILURES = env_int("WEBHOOK_MAX_CONSECUTIVE_FAILURES", 5)
+MAINTENANCE_REMINDER_MINUTES = env_int("MAINTENANCE_REMINDER_MINUTES", 60)
+# Owners of open action items due within this many days (or overdue) get a daily email.
+ACTION_ITEM_REMINDER_DAYS = env_int("ACTION_ITEM_REMINDER_DAYS", 3)
+ACTION_ITEM_REMINDER_HOUR_UTC = env_int("ACTION_ITEM_REMINDER_HOUR_UTC", 15)
+
+_SUBSCRIPTION_BEAT = {
+    # Maintenance starts and ends on the minute; the tick is idempotent, so a late or
+    # doubled beat only moves what is due.
+    "subscriptions-maintenance-tick": {"task": "subscriptions.tasks.maintenance_tick", "schedule": 60.0},
+    "subscriptions-action-item-reminders": {
+        "task": "subscriptions.tasks.action_item_reminders",
+        "schedule": crontab(minute=0, hour=ACTION_ITEM_REMINDER_HOUR_UTC),
+    },
+}
+# Merged, not assigned: other apps add their own entries to the same schedule.
+CELERY_BEAT_SCHEDULE = {**globals().get("CELERY_BEAT_SCHEDULE", {}), **_SUBSCRIPTION_BEAT}
+
+# --- Outbox: durable email/webhook delivery ---------------------------------------------------
+# A claimed message is another worker's to retry only after this lease; it must outlast
+# the slowest honest attempt (a few EMAIL_TIMEOUTs).
+OUTBOX_LEASE_SECONDS = env_float("OUTBOX_LEASE_SECONDS", 300.0)
+# The retry budget: attempts per message, so an SMTP outage costs a bounded number of
+# connection attempts.
+OUTBOX_MAX_ATTEMPTS = env_int("OUTBOX_MAX_ATTEMPTS", 8)
+# Exponential backoff with full jitter: attempt n waits uniform(0, min(cap, base * 2^(n-1))).
+# The cap stays under half the broker visibility timeout (checked at start-up, outbox.E001).
+OUTBOX_RETRY_BASE_DELAY = env_float("OUTBOX_RETRY_BASE_DELAY", 30.0)
+OUTBOX_RETRY_MAX_DELAY = env_float("OUTBOX_RETRY_MAX_DELAY", 900.0)
+# The sweeper re-enqueues pending rows due for longer than this (their task was lost).
+OUTBOX_SWEEP_GRACE_SECONDS = env_float("OUTBOX_SWEEP_GRACE_SECONDS", 60.0)
+OUTBOX_SWEEP_BATCH = env_int("OUTBOX_SWEEP_BATCH", 500)
+OUTBOX_SWEEP_INTERVAL = env_float("OUTBOX_SWEEP_INTERVAL", 60.0)
+# Right-hand side of the stable Message-ID of every email.
+EMAIL_MESSAGE_ID_DOMAIN = env_str("EMAIL_MESSAGE_ID_DOMAIN", urlsplit(SITE_URL).hostname or "localhost")
+WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
+CELERY_BEAT_SCHEDULE = {
+    **CELERY_BEAT_SCHEDULE,
+    "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},
+}
+
+# --- SLA credits --------------------------------------------------------------------------------
+# Notices are computed in pages of this many customers (bounded memory on large runs).
+CREDITS_COMPUTE_BATCH = env_int("CREDITS_COMPUTE_BATCH", 2000)
 
 LOGGING = {
     "version": 1,

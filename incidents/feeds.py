@@ -1,0 +1,95 @@
+"""Atom and RSS feeds of the incident history: one entry per incident, latest state.
+
+Entry HTML is built from escaped fields (format_html) and user Markdown rendered by the
+one sanitising function, so nothing raw from a user reaches a feed reader.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.syndication.views import Feed
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateformat import format as format_date
+from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed
+from django.utils.html import format_html, format_html_join
+
+from incidents import public_selectors
+from incidents.markdown import render_markdown
+from incidents.public_selectors import FeedEntry
+
+
+class HistoryRssFeed(Feed):
+    feed_type = Rss201rev2Feed
+
+    def __call__(self, request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
+        # Entry text names times in the display zone, like the pages do.
+        with timezone.override(public_selectors.display_zone()):
+            return super().__call__(request, *args, **kwargs)
+
+    def title(self) -> str:
+        return f"{settings.SITE_NAME} incident history"
+
+    def link(self) -> str:
+        return reverse("public:history")
+
+    def description(self) -> str:
+        return f"Incidents and scheduled maintenance on the {settings.SITE_NAME} status page, newest first."
+
+    def items(self) -> list[FeedEntry]:
+        return public_selectors.feed_entries()
+
+    def item_title(self, item: FeedEntry) -> str:
+        return f"{item.incident.get_status_display()}: {item.incident.title}"
+
+    def item_link(self, item: FeedEntry) -> str:
+        return reverse("public:incident", args=[item.incident.public_id])
+
+    def item_guid(self, item: FeedEntry) -> str:
+        return f"incident:{item.incident.public_id}"
+
+    item_guid_is_permalink = False
+
+    def item_description(self, item: FeedEntry) -> str:
+        # Plain str: the feed generator escapes it into the XML as HTML text.
+        parts: list[str] = []
+        if item.products:
+            parts.append(
+                format_html(
+                    "<p>Affected: {}</p>",
+                    format_html_join(", ", "{}", ((p.name,) for p in item.products)),
+                )
+            )
+        update = item.latest_update
+        if update is not None:
+            parts.append(
+                format_html(
+                    "<p><strong>{}</strong> ({} {})</p>",
+                    update.get_status_display(),
+                    format_date(timezone.localtime(update.display_at), "D j M Y, H:i T"),
+                    settings.DISPLAY_TIME_ZONE,
+                )
+            )
+            parts.append(render_markdown(update.body))
+        elif item.incident.summary:
+            parts.append(render_markdown(item.incident.summary))
+        return "".join(parts)
+
+    def item_pubdate(self, item: FeedEntry) -> datetime:
+        return item.incident.started_at
+
+    def item_updateddate(self, item: FeedEntry) -> datetime:
+        return item.updated_at
+
+    def item_categories(self, item: FeedEntry) -> list[str]:
+        return [item.incident.get_kind_display(), *(p.name for p in item.products)]
+
+
+class HistoryAtomFeed(HistoryRssFeed):
+    feed_type = Atom1Feed
+
+    def subtitle(self) -> str:
+        return self.description()

@@ -1,0 +1,290 @@
+"""HTTP caching for public reads: ETag, Last-Modified, 304, Cache-Control, memoised bodies.
+
+The status page is read hardest while something else is broken, so public reads must be
+cheap to revalidate and safe for shared caches (CDNs, proxies):
+
+- a strong `ETag` (a hash of the body, or of the public-state version) and a
+  `Last-Modified` (when the public state last changed);
+- `304 Not Modified` with an empty body on `If-None-Match` / `If-Modified-Since`;
+- `Cache-Control: public, max-age=60, stale-while-revalidate=30, stale-if-error=86400`,
+  so a CDN keeps answering from its copy while we are slow or down;
+- no cookies: a response that a shared cache stores must not carry `Set-Cookie` or
+  depend on one (`Vary: Cookie`).
+
+A request that carries credentials (an `Authorization` header or a session cookie) may
+see staff data, so it is marked `private, no-cache` and never memoised or shared.
+
+Entry points:
+- `public_cache` decorates a plain Django view (function or `View.as_view()`) or a DRF
+  `as_view()` callable;
+- `finalize_public_response` is the same post-processing for code that already holds a
+  response (the DRF mixin in `incidents.api.views` uses it after throttling ran);
+- `memoize_public` keeps an expensive anonymous build in the cache, keyed by the
+  public-state version so a change is visible on the next request (no TTL guessing; the
+  short timeout only bounds clock-driven changes such as a window that starts later).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Literal, TypeVar
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DatabaseError
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.utils.http import http_date
+
+from incidents.cache import public_state_version
+
+logger = logging.getLogger(__name__)
+
+PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
+PRIVATE_CACHE_CONTROL = "private, no-cache"
+# Memoised bodies live this long at most. Changes made through the services bump the
+# version and are visible at once; the timeout only bounds changes driven by the clock.
+MEMO_TIMEOUT = 60
+# The last good build, kept without expiry, answers when the database is down.
+SNAPSHOT_TIMEOUT = None
+SNAPSHOT_HEADER = "X-Status-Snapshot"
+
+T = TypeVar("T")
+ViewFunc = Callable[..., HttpResponseBase]
+
+
+def is_anonymous_request(request: HttpRequest) -> bool:
+    """True when nothing in the request can identify a user.
+
+    Decided from headers only: touching `request.user` would load the session, and
+    Django then adds `Vary: Cookie`, which defeats shared caches.
+    """
+    if request.META.get("HTTP_AUTHORIZATION"):
+        return False
+    return settings.SESSION_COOKIE_NAME not in request.COOKIES
+
+
+def version_time(version: str) -> datetime | None:
+    """The moment a public-state version stamp was made (stamps are hex nanoseconds)."""
+    try:
+        return datetime.fromtimestamp(int(version, 16) / 1_000_000_000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def strong_etag(content: bytes) -> str:
+    return '"' + hashlib.sha256(content).hexdigest()[:40] + '"'
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    # If-None-Match uses the weak comparison (RFC 9110 13.1.2): W/ prefixes are ignored.
+    if header.strip() == "*":
+        return True
+    bare = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == bare for tag in header.split(","))
+
+
+def _not_modified_since(header: str, last_modified: datetime) -> bool:
+    try:
+        since = parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return False
+    if since is None or since.tzinfo is None:
+        return False
+    return last_modified.replace(microsecond=0) <= since
+
+
+def _is_not_modified(request: HttpRequest, etag: str, last_modified: datetime | None) -> bool:
+    if_none_match = request.META.get("HTTP_IF_NONE_MATCH")
+    if if_none_match is not None:
+        # When both are sent, If-None-Match wins and If-Modified-Since is ignored.
+        return _etag_matches(if_none_match, etag)
+    if_modified_since = request.META.get("HTTP_IF_MODIFIED_SINCE")
+    if if_modified_since and last_modified is not None:
+        return _not_modified_since(if_modified_since, last_modified)
+    return False
+
+
+def _render(response: HttpResponseBase) -> HttpResponseBase:
+    render = getattr(response, "render", None)
+    if callable(render) and not getattr(response, "is_rendered", True):
+        render()
+    return response
+
+
+def _not_modified(response: HttpResponseBase) -> HttpResponseNotModified:
+    not_modified = HttpResponseNotModified()
+    # A 304 repeats the validators and caching headers of the 200 it stands for.
+    for header in ("ETag", "Last-Modified", "Cache-Control", "Vary", SNAPSHOT_HEADER, "Age"):
+        if header in response.headers:
+            not_modified.headers[header] = response.headers[header]
+    return not_modified
+
+
+def finalize_public_response(
+    request: HttpRequest,
+    response: HttpResponseBase,
+    *,
+    last_modified: datetime | None = None,
+    etag: str | None = None,
+) -> HttpResponseBase:
+    """Add validators and caching headers to a GET/HEAD 200, or turn it into a 304.
+
+    Other methods and statuses pass through untouched: errors and writes are not cached.
+    """
+    if request.method not in ("GET", "HEAD") or response.status_code != 200:
+        return response
+    if getattr(response, "streaming", False):
+        return response
+    _render(response)
+    assert isinstance(response, HttpResponse)
+    anonymous = is_anonymous_request(request)
+    if etag is None:
+        etag = strong_etag(response.content)
+    if last_modified is None:
+        last_modified = version_time(public_state_version()) if anonymous else None
+    response.headers["ETag"] = etag
+    if last_modified is not None:
+        response.headers["Last-Modified"] = http_date(last_modified.timestamp())
+    if anonymous:
+        response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
+    else:
+        response.headers["Cache-Control"] = PRIVATE_CACHE_CONTROL
+        patch_vary_headers(response, ("Authorization", "Cookie"))
+    if _is_not_modified(request, etag, last_modified):
+        return _not_modified(response)
+    return response
+
+
+def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
+    digest = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:32]
+    return f"{prefix}:{version}:{digest}"
+
+
+def _snapshot_key(prefix: str, request: HttpRequest) -> str:
+    digest = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:32]
+    return f"{prefix}:snapshot:{digest}"
+
+
+def _cache_get(key: str) -> Any:
+    try:
+        return cache.get(key)
+    except Exception:
+        # The cache may be Redis and Redis may be down: degrade to building every time.
+        logger.warning("http cache read failed", exc_info=True)
+        return None
+
+
+def _cache_set(key: str, value: Any, timeout: int | None) -> None:
+    try:
+        cache.set(key, value, timeout=timeout)
+    except Exception:
+        logger.warning("http cache write failed", exc_info=True)
+
+
+class Snapshot:
+    """A value served from the last good build while the database is unavailable."""
+
+    def __init__(self, value: Any, built_at: datetime) -> None:
+        self.value = value
+        self.built_at = built_at
+
+    @property
+    def age_seconds(self) -> int:
+        return max(0, int((timezone.now() - self.built_at).total_seconds()))
+
+
+def memoize_public(
+    request: HttpRequest,
+    build: Callable[[], T],
+    *,
+    prefix: str = "public-memo",
+    snapshot: bool = False,
+) -> T | Snapshot:
+    """Build once per public-state version for anonymous callers; otherwise just build.
+
+    With `snapshot=True` the last good build is also kept without expiry, and returned
+    wrapped in `Snapshot` when the build fails because the database is unavailable.
+    """
+    if not is_anonymous_request(request):
+        return build()
+    version = public_state_version()
+    key = _memo_key(prefix, version, request) if version != "unavailable" else None
+    if key is not None:
+        hit = _cache_get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+    try:
+        value = build()
+    except DatabaseError:
+        if not snapshot:
+            raise
+        stored = _cache_get(_snapshot_key(prefix, request))
+        if stored is None:
+            raise
+        value_, built_at = stored
+        logger.warning("database unavailable; serving the snapshot of %s", built_at.isoformat())
+        return Snapshot(value_, built_at)
+    if key is not None:
+        _cache_set(key, value, MEMO_TIMEOUT)
+    if snapshot:
+        _cache_set(_snapshot_key(prefix, request), (value, timezone.now()), SNAPSHOT_TIMEOUT)
+    return value
+
+
+def public_cache(
+    view: ViewFunc | None = None,
+    *,
+    etag: Literal["body", "version"] = "body",
+    memoize: bool = False,
+) -> Any:
+    """Decorate a Django or DRF view callable with the public caching contract.
+
+    `etag="body"` hashes the rendered body (always exact). `etag="version"` derives the
+    ETag from the public-state version and the URL, and answers a matching conditional
+    request with 304 before running the view at all: use it only for views whose output
+    depends on nothing but public data. `memoize=True` stores anonymous 200 bodies per
+    version, so repeated reads skip the view (and the database) until the next change.
+    """
+
+    def decorator(func: ViewFunc) -> ViewFunc:
+        @functools.wraps(func)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            cacheable = request.method in ("GET", "HEAD") and is_anonymous_request(request)
+            if not cacheable:
+                return finalize_public_response(request, _render(func(request, *args, **kwargs)))
+            version = public_state_version()
+            stamp = version_time(version)
+            fixed_etag: str | None = None
+            if etag == "version" and version != "unavailable":
+                fixed_etag = strong_etag(f"{version}\n{request.get_full_path()}".encode())
+                if _is_not_modified(request, fixed_etag, stamp):
+                    probe = HttpResponse()
+                    probe.headers["ETag"] = fixed_etag
+                    if stamp is not None:
+                        probe.headers["Last-Modified"] = http_date(stamp.timestamp())
+                    probe.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
+                    return _not_modified(probe)
+            key = _memo_key("public-page", version, request) if memoize and version != "unavailable" else None
+            if key is not None:
+                hit = _cache_get(key)
+                if hit is not None:
+                    status, content, content_type = hit
+                    response: HttpResponseBase = HttpResponse(content, status=status, content_type=content_type)
+                    return finalize_public_response(request, response, last_modified=stamp, etag=fixed_etag)
+            response = _render(func(request, *args, **kwargs))
+            if key is not None and response.status_code == 200 and isinstance(response, HttpResponse):
+                _cache_set(key, (200, response.content, response.headers.get("Content-Type")), MEMO_TIMEOUT)
+            return finalize_public_response(request, response, last_modified=stamp, etag=fixed_etag)
+
+        return wrapper
+
+    if view is not None:
+        return decorator(view)
+    return decorator

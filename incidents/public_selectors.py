@@ -1,0 +1,639 @@
+"""Reads that build the public pages: status, incident, product history, archive, feeds.
+
+Each page is built in a fixed number of queries whatever the number of products and
+incidents: the windows of a date range come in one query and are grouped in Python,
+timelines are prefetched. Visibility is decided here and only here for these pages:
+public incidents (`incidents_public`), public products, published reports, public
+action items. `internal_notes`, draft reports and staff-only products never leave this
+module.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models.functions import TruncMonth
+from django.http import Http404
+
+from incidents import uptime
+from incidents.models import (
+    ActionItem,
+    ImpactWindow,
+    Incident,
+    IncidentReport,
+    IncidentUpdate,
+    Location,
+    Product,
+    ProductGroup,
+)
+from incidents.selectors import (
+    PRODUCT_STATUS_LABELS,
+    IncidentDurations,
+    PageStatus,
+    incident_durations,
+    incident_get_for_user,
+    incidents_public,
+    page_status,
+    products_public,
+    window_interval,
+)
+
+UPTIME_BAR_DAYS = 90
+PRODUCT_UPTIME_PERIODS = (30, 90, 365)
+HISTORY_PRODUCT_PAGE_SIZE = 20
+FEED_SIZE = 50
+
+
+def display_zone() -> ZoneInfo:
+    return ZoneInfo(settings.DISPLAY_TIME_ZONE)
+
+
+def uptime_weights() -> uptime.Weights:
+    return uptime.Weights.of(
+        major=settings.UPTIME_WEIGHT_MAJOR,
+        partial=settings.UPTIME_WEIGHT_PARTIAL,
+        degraded=getattr(settings, "UPTIME_WEIGHT_DEGRADED", 0),
+    )
+
+
+def level_label(level: str) -> str:
+    return PRODUCT_STATUS_LABELS.get(level, level)
+
+
+# The banner's Statuspage indicator drawn with the icon of the product level it stands for.
+INDICATOR_LEVEL = {
+    "none": uptime.OPERATIONAL,
+    "maintenance": uptime.UNDER_MAINTENANCE,
+    "minor": uptime.DEGRADED_PERFORMANCE,
+    "major": uptime.PARTIAL_OUTAGE,
+    "critical": uptime.MAJOR_OUTAGE,
+}
+
+
+# --- Shared pieces ------------------------------------------------------------------------
+
+
+def _public_windows(*, since: datetime, now: datetime, products: Iterable[Product] | None = None) -> list[ImpactWindow]:
+    """One query: windows of public incidents on public products that overlap [since, now].
+
+    A window on a public product belongs to an incident in `incidents_public()` exactly
+    when the incident itself is public, so the cheap join on `incident.is_public` is the
+    same rule. Windows scheduled to start after `now` (maintenance) have not happened.
+    """
+    queryset = (
+        ImpactWindow.objects.filter(product__is_public=True, incident__is_public=True, started_at__lte=now)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+        .select_related("incident")
+        .only(
+            "id",
+            "product_id",
+            "level",
+            "started_at",
+            "ended_at",
+            "incident__id",
+            "incident__public_id",
+            "incident__title",
+        )
+        .order_by("started_at", "id")
+    )
+    if products is not None:
+        queryset = queryset.filter(product__in=[p.pk for p in products])
+    return list(queryset)
+
+
+def _span(window: ImpactWindow) -> uptime.Span:
+    return uptime.Span(
+        level=window.level, start=window.started_at, end=window.ended_at, incident_id=window.incident_id
+    )
+
+
+@dataclass(frozen=True)
+class IncidentRef:
+    public_id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class DayIncidentView:
+    incident: IncidentRef
+    level: str
+
+    @property
+    def label(self) -> str:
+        return level_label(self.level)
+
+
+@dataclass(frozen=True)
+class DayView:
+    """One day of one product: a grid cell or an uptime bar."""
+
+    status: uptime.DayStatus
+    incidents: tuple[DayIncidentView, ...]
+
+    @property
+    def date(self) -> date:
+        return self.status.day.date
+
+    @property
+    def level(self) -> str:
+        return self.status.level
+
+    @property
+    def label(self) -> str:
+        return level_label(self.status.level)
+
+    @property
+    def impact(self) -> list[tuple[str, timedelta]]:
+        return [(level_label(level), delta) for level, delta in self.status.impact]
+
+    @property
+    def worst_incident(self) -> IncidentRef | None:
+        return self.incidents[0].incident if self.incidents else None
+
+
+def _day_views(
+    statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]
+) -> tuple[DayView, ...]:
+    return tuple(
+        DayView(
+            status=s,
+            incidents=tuple(
+                DayIncidentView(incident=refs[i.incident_id], level=i.level)
+                for i in s.incidents
+                if i.incident_id in refs
+            ),
+        )
+        for s in statuses
+    )
+
+
+def _incident_refs(windows: Iterable[ImpactWindow]) -> dict[int, IncidentRef]:
+    return {
+        w.incident_id: IncidentRef(public_id=w.incident.public_id, title=w.incident.title) for w in windows
+    }
+
+
+def _today(now: datetime) -> date:
+    return uptime.local_date(now, display_zone())
+
+
+# --- The status page ("/") ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProductRow:
+    product: Product
+    status: str
+    days: tuple[DayView, ...]  # the uptime bars, oldest first
+    grid: tuple[DayView, ...]  # the last STATUS_GRID_DAYS days, oldest first
+    uptime: uptime.Uptime
+
+    @property
+    def status_label(self) -> str:
+        return level_label(self.status)
+
+
+@dataclass(frozen=True)
+class ProductBlock:
+    group: ProductGroup | None
+    rows: tuple[ProductRow, ...]
+
+
+@dataclass(frozen=True)
+class OpenIncident:
+    incident: Incident
+    latest_update: IncidentUpdate | None
+    products: tuple[Product, ...]
+    locations: tuple[Location, ...]
+
+
+@dataclass(frozen=True)
+class StatusPage:
+    now: datetime
+    banner: PageStatus
+    blocks: tuple[ProductBlock, ...]
+    grid_days: tuple[uptime.Day, ...]
+    bar_days: int
+    incidents: tuple[OpenIncident, ...]
+    maintenance_active: tuple[OpenIncident, ...]
+    maintenance_upcoming: tuple[OpenIncident, ...]
+
+    @property
+    def banner_level(self) -> str:
+        return INDICATOR_LEVEL[self.banner.indicator]
+
+    @property
+    def rows(self) -> list[ProductRow]:
+        return [row for block in self.blocks for row in block.rows]
+
+
+def _open_incident(incident: Incident) -> OpenIncident:
+    updates = list(incident.updates.all())  # prefetched, newest first
+    windows = list(incident.windows.all())  # prefetched, public products only
+    products: dict[int, Product] = {}
+    locations: dict[int, Location] = {}
+    for w in windows:
+        products.setdefault(w.product_id, w.product)
+        if w.location is not None:
+            locations.setdefault(w.location.pk, w.location)
+    return OpenIncident(
+        incident=incident,
+        latest_update=updates[0] if updates else None,
+        products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
+        locations=tuple(sorted(locations.values(), key=lambda loc: loc.name)),
+    )
+
+
+def _timeline_prefetches() -> list[Prefetch]:
+    return [
+        Prefetch("updates", queryset=IncidentUpdate.objects.order_by("-display_at", "-id")),
+        Prefetch(
+            "windows",
+            queryset=ImpactWindow.objects.filter(product__is_public=True)
+            .select_related("product", "location")
+            .order_by("started_at", "id"),
+        ),
+    ]
+
+
+def _blocks(rows: list[ProductRow]) -> tuple[ProductBlock, ...]:
+    # Grouped in Python: the database's NULL ordering differs (SQLite first, PostgreSQL
+    # last), and ungrouped products should come after the groups on both.
+    groups: dict[int, list[ProductRow]] = defaultdict(list)
+    group_objects: dict[int, ProductGroup] = {}
+    ungrouped: list[ProductRow] = []
+    for row in rows:
+        group = row.product.group
+        if group is None:
+            ungrouped.append(row)
+        else:
+            group_objects[group.pk] = group
+            groups[group.pk].append(row)
+    ordered = sorted(group_objects.values(), key=lambda g: (g.position, g.name))
+    blocks = [ProductBlock(group=g, rows=tuple(groups[g.pk])) for g in ordered]
+    if ungrouped:
+        blocks.append(ProductBlock(group=None, rows=tuple(ungrouped)))
+    return tuple(blocks)
+
+
+def status_page(*, now: datetime) -> StatusPage:
+    """Everything `/` shows. Four queries: products, windows, open incidents, their timelines."""
+    tz = display_zone()
+    weights = uptime_weights()
+    grid_count = max(1, settings.STATUS_GRID_DAYS)
+    day_count = max(UPTIME_BAR_DAYS, grid_count)
+    days = uptime.display_days(last=_today(now), count=day_count, tz=tz)
+
+    products = list(products_public())
+    windows = _public_windows(since=days[0].start, now=now, products=None)
+    refs = _incident_refs(windows)
+    spans_by_product: dict[int, list[uptime.Span]] = defaultdict(list)
+    for w in windows:
+        spans_by_product[w.product_id].append(_span(w))
+
+    rows = []
+    for product in products:
+        spans = spans_by_product.get(product.pk, [])
+        statuses = uptime.day_statuses(spans, days=days, now=now, weights=weights)
+        views = _day_views(statuses, refs)
+        rows.append(
+            ProductRow(
+                product=product,
+                status=uptime.current_level(spans, now=now),
+                days=views[-UPTIME_BAR_DAYS:],
+                grid=views[-grid_count:],
+                uptime=uptime.uptime(
+                    spans,
+                    start=days[-UPTIME_BAR_DAYS].start,
+                    end=days[-1].end,
+                    now=now,
+                    weights=weights,
+                ),
+            )
+        )
+
+    open_items = [
+        _open_incident(i)
+        for i in incidents_public()
+        .exclude(status__in=Incident.CLOSED_STATUSES)
+        .prefetch_related(*_timeline_prefetches())
+        .order_by("-started_at", "-id")
+    ]
+    incidents = tuple(o for o in open_items if not o.incident.is_maintenance)
+    maintenance = [o for o in open_items if o.incident.is_maintenance]
+    active = tuple(o for o in maintenance if o.incident.status != Incident.Status.SCHEDULED)
+    upcoming = tuple(
+        sorted(
+            (o for o in maintenance if o.incident.status == Incident.Status.SCHEDULED),
+            key=lambda o: o.incident.scheduled_for or o.incident.started_at,
+        )
+    )
+    banner = page_status(
+        statuses=[row.status for row in rows], unresolved_impacts=[o.incident.impact for o in incidents]
+    )
+    return StatusPage(
+        now=now,
+        banner=banner,
+        blocks=_blocks(rows),
+        grid_days=days[-grid_count:],
+        bar_days=UPTIME_BAR_DAYS,
+        incidents=incidents,
+        maintenance_active=active,
+        maintenance_upcoming=upcoming,
+    )
+
+
+# --- One incident ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WindowRow:
+    window: ImpactWindow
+    duration: timedelta
+    ongoing: bool
+
+    @property
+    def label(self) -> str:
+        return level_label(self.window.level)
+
+
+@dataclass(frozen=True)
+class IncidentPage:
+    incident: Incident
+    windows: tuple[WindowRow, ...]
+    durations: IncidentDurations
+    updates: tuple[IncidentUpdate, ...]
+    report: IncidentReport | None
+    action_items: tuple[ActionItem, ...]
+    recurrence_of: Incident | None
+    recurrences: tuple[Incident, ...]
+    # A staff member looking at an incident the public cannot see.
+    is_preview: bool
+
+    @property
+    def products(self) -> list[Product]:
+        return [pd.product for pd in self.durations.per_product]
+
+
+def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
+    """The incident page, through the one access gate. Public windows only, for everyone."""
+    incident = incident_get_for_user(public_id=public_id, user=user)
+    windows = list(
+        incident.windows.filter(product__is_public=True)
+        .select_related("product", "location")
+        .order_by("started_at", "id")
+    )
+    updates = tuple(incident.updates.order_by("-display_at", "-id"))
+    report = IncidentReport.objects.filter(incident=incident, status=IncidentReport.Status.PUBLISHED).first()
+    action_items: tuple[ActionItem, ...] = ()
+    if report is not None:
+        action_items = tuple(incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id"))
+    recurrence_of = None
+    if incident.recurrence_of_id is not None:
+        recurrence_of = incidents_public().filter(pk=incident.recurrence_of_id).first()
+    recurrences = tuple(incidents_public().filter(recurrence_of=incident).order_by("started_at", "id"))
+    is_preview = bool(getattr(user, "is_staff", False)) and not incidents_public().filter(pk=incident.pk).exists()
+    return IncidentPage(
+        incident=incident,
+        windows=tuple(
+            WindowRow(
+                window=w, duration=window_interval(w, now=now).duration, ongoing=w.ended_at is None
+            )
+            for w in windows
+        ),
+        durations=incident_durations(incident=incident, windows=windows, now=now),
+        updates=updates,
+        report=report,
+        action_items=action_items,
+        recurrence_of=recurrence_of,
+        recurrences=recurrences,
+        is_preview=is_preview,
+    )
+
+
+# --- Product history ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PastIncident:
+    incident: Incident
+    duration: timedelta
+    ongoing: bool
+    level: str
+    products: tuple[Product, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return level_label(self.level)
+
+
+@dataclass(frozen=True)
+class UptimePeriod:
+    days: int
+    uptime: uptime.Uptime
+
+
+@dataclass(frozen=True)
+class ProductPage:
+    product: Product
+    status: str
+    days: tuple[DayView, ...]
+    uptime_periods: tuple[UptimePeriod, ...]
+    incidents: tuple[PastIncident, ...]
+    page: Page
+
+    @property
+    def status_label(self) -> str:
+        return level_label(self.status)
+
+
+def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
+    windows = list(incident.windows.all())  # prefetched and filtered by the caller
+    durations = incident_durations(incident=incident, windows=windows, now=now)
+    products: dict[int, Product] = {}
+    for w in windows:
+        products.setdefault(w.product_id, w.product)
+    return PastIncident(
+        incident=incident,
+        duration=durations.total,
+        ongoing=durations.ongoing if windows else incident.resolved_at is None,
+        level=uptime.worst(w.level for w in windows),
+        products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
+    )
+
+
+def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1) -> ProductPage:
+    """A product's status, uptime for 30/90/365 days and its incidents, newest first."""
+    try:
+        product = products_public().get(slug=slug)
+    except Product.DoesNotExist:
+        raise Http404("No such product.") from None
+    tz = display_zone()
+    weights = uptime_weights()
+    longest = max(PRODUCT_UPTIME_PERIODS)
+    days = uptime.display_days(last=_today(now), count=longest, tz=tz)
+    windows = _public_windows(since=days[0].start, now=now, products=[product])
+    spans = [_span(w) for w in windows]
+    bar_days = days[-UPTIME_BAR_DAYS:]
+    statuses = uptime.day_statuses(spans, days=bar_days, now=now, weights=weights)
+    periods = tuple(
+        UptimePeriod(
+            days=n,
+            uptime=uptime.uptime(spans, start=days[-n].start, end=days[-1].end, now=now, weights=weights),
+        )
+        for n in PRODUCT_UPTIME_PERIODS
+    )
+
+    on_product = ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)
+    history = (
+        incidents_public()
+        .filter(Exists(on_product))
+        .prefetch_related(
+            Prefetch(
+                "windows",
+                queryset=ImpactWindow.objects.filter(product=product)
+                .select_related("product", "location")
+                .order_by("started_at", "id"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    page = Paginator(history, HISTORY_PRODUCT_PAGE_SIZE).get_page(page_number)
+    return ProductPage(
+        product=product,
+        status=uptime.current_level(spans, now=now),
+        days=_day_views(statuses, _incident_refs(windows)),
+        uptime_periods=periods,
+        incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
+        page=page,
+    )
+
+
+# --- History archive by month ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonthCount:
+    month: date  # first day of the month
+    count: int
+
+
+@dataclass(frozen=True)
+class HistoryYear:
+    year: int
+    months: tuple[MonthCount, ...]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    month: date
+    previous_month: date
+    next_month: date | None
+    incidents: tuple[PastIncident, ...]
+    years: tuple[HistoryYear, ...]
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def add_months(month: date, n: int) -> date:
+    index = month.year * 12 + (month.month - 1) + n
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def parse_month(value: str | None, *, now: datetime) -> date:
+    """'2009-09' -> date(2009, 9, 1); empty -> the current month in the display zone."""
+    if not value:
+        return month_start(_today(now))
+    try:
+        year_text, month_text = value.split("-")
+        if len(year_text) != 4 or len(month_text) != 2:
+            raise ValueError(value)
+        month = date(int(year_text), int(month_text), 1)
+    except ValueError:
+        raise Http404("The month must look like 2009-09.") from None
+    if month.year < 1970 or month > add_months(month_start(_today(now)), 1200):
+        raise Http404("No such month.")
+    return month
+
+
+def history_page(*, month: date, now: datetime) -> HistoryPage:
+    """Public incidents that started in `month` (display zone), and the months that have any."""
+    tz = display_zone()
+    start = uptime.local_midnight(month, tz)
+    end = uptime.local_midnight(add_months(month, 1), tz)
+    incidents = (
+        incidents_public()
+        .filter(started_at__gte=start, started_at__lt=end)
+        .prefetch_related(
+            Prefetch(
+                "windows",
+                queryset=ImpactWindow.objects.filter(product__is_public=True)
+                .select_related("product", "location")
+                .order_by("started_at", "id"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    current = month_start(_today(now))
+    return HistoryPage(
+        month=month,
+        previous_month=add_months(month, -1),
+        next_month=add_months(month, 1) if month < current else None,
+        incidents=tuple(_past_incident(i, now=now) for i in incidents),
+        years=_history_years(tz),
+    )
+
+
+def _history_years(tz: ZoneInfo) -> tuple[HistoryYear, ...]:
+    """Every month with public incidents, newest first, in one grouped query."""
+    rows = (
+        incidents_public()
+        .annotate(month=TruncMonth("started_at", tzinfo=tz))
+        .values("month")
+        .annotate(count=Count("id"))
+        .order_by("-month")
+    )
+    by_year: dict[int, list[MonthCount]] = defaultdict(list)
+    for row in rows:
+        value = row["month"]
+        month = (value.astimezone(tz).date() if isinstance(value, datetime) else value).replace(day=1)
+        by_year[month.year].append(MonthCount(month=month, count=row["count"]))
+    return tuple(HistoryYear(year=y, months=tuple(by_year[y])) for y in sorted(by_year, reverse=True))
+
+
+# --- Feeds ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    incident: Incident
+    latest_update: IncidentUpdate | None
+    products: tuple[Product, ...]
+
+    @property
+    def updated_at(self) -> datetime:
+        if self.latest_update is not None:
+            return max(self.latest_update.display_at, self.incident.started_at)
+        return self.incident.started_at
+
+
+def feed_entries(*, limit: int = FEED_SIZE) -> list[FeedEntry]:
+    """The newest public incidents with their latest update: one entry each. Three queries."""
+    incidents: QuerySet[Incident] = (
+        incidents_public().prefetch_related(*_timeline_prefetches()).order_by("-started_at", "-id")[:limit]
+    )
+    entries = []
+    for incident in incidents:
+        item = _open_incident(incident)
+        entries.append(FeedEntry(incident=incident, latest_update=item.latest_update, products=item.products))
+    return entries

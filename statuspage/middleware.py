@@ -1,0 +1,137 @@
+"""Project-wide HTTP behaviour: security headers, database outages and load shedding.
+
+The status page is visited hardest when something else is broken, so these pieces make
+it degrade instead of collapse: a database outage becomes a clean 503 with Retry-After
+(the public page itself is served from its snapshot before it gets here), and work
+beyond a process's capacity is refused fast instead of queueing without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[HttpRequest], HttpResponse]
+
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    path = request.path
+    return path.startswith("/api/") or path.endswith(".json")
+
+
+def service_unavailable(request: HttpRequest, *, message: str, retry_after: int) -> HttpResponse:
+    """A cheap 503 that tells clients when to come back. Never touches the database."""
+    response: HttpResponse
+    if _wants_json(request):
+        response = JsonResponse({"error": {"code": "service_unavailable", "message": message}}, status=503)
+    else:
+        body = render_to_string("503.html", {"message": message, "retry_after": retry_after})
+        response = HttpResponse(body, status=503)
+    response["Retry-After"] = str(retry_after)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class SecurityHeadersMiddleware:
+    """Content-Security-Policy without inline script, and a few headers Django lacks."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("Permissions-Policy", "interest-cohort=()")
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """Turn a lost or timed-out database into 503 + Retry-After, never a traceback."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, OperationalError | InterfaceError) or (
+            isinstance(exception, DatabaseError) and "statement timeout" in str(exception)
+        ):
+            logger.warning("database unavailable for %s: %s", request.path, exception)
+            return service_unavailable(
+                request,
+                message="The service is temporarily unavailable. Please retry shortly.",
+                retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER,
+            )
+        return None
+
+
+class LoadSheddingMiddleware:
+    """Bound the number of requests a process works on at once.
+
+    Each process admits at most MAX_CONCURRENT_REQUESTS; the next one gets an immediate
+    503 with Retry-After instead of waiting in a queue that only grows while the herd
+    keeps arriving. Static files and cached public reads are cheap and are let through
+    (their views are marked `shed_exempt`); the limit protects the expensive rest.
+    """
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+        self.limit = settings.MAX_CONCURRENT_REQUESTS
+        self.slots = threading.BoundedSemaphore(self.limit) if self.limit > 0 else None
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self.get_response(request)
+        finally:
+            # The slot taken in process_view is held for the whole view and released here.
+            if getattr(request, "_shed_slot_held", False) and self.slots is not None:
+                self.slots.release()
+
+    def process_view(
+        self,
+        request: HttpRequest,
+        view_func: Callable[..., HttpResponse],
+        view_args: object,
+        view_kwargs: object,
+    ) -> HttpResponse | None:
+        if self.slots is None or getattr(view_func, "shed_exempt", False):
+            return None
+        if not self.slots.acquire(blocking=False):
+            return service_unavailable(
+                request,
+                message="Too busy right now. Please retry shortly.",
+                retry_after=settings.SHED_RETRY_AFTER,
+            )
+        request._shed_slot_held = True  # type: ignore[attr-defined]
+        return None
+
+
+def shed_exempt(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Mark a view as cheap (served from cache): load shedding lets it through."""
+    view.shed_exempt = True  # type: ignore[attr-defined]
+    return view

@@ -1,0 +1,153 @@
+"""Every email this app sends, built from a subject / text / HTML template triplet.
+
+Templates live in templates/emails/: `<name>_subject.txt`, `<name>.txt` and
+`<name>.html`. User text reaches them only as context values (so template syntax in a
+title is shown literally) and Markdown only through `render_markdown`. Each email is
+one outbox row with an idempotency key chosen by the caller, so it is queued once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.urls import NoReverseMatch, reverse
+
+from outbox.services import email_enqueue
+from subscriptions.models import Subscriber
+from subscriptions.tokens import Purpose, make_token
+
+SUBSCRIBER_PURPOSE = "subscriptions.email"
+ACTION_ITEM_PURPOSE = "subscriptions.action_item_reminder"
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class RenderedEmail:
+    subject: str
+    text: str
+    html: str
+
+
+def absolute_url(path: str) -> str:
+    return f"{settings.SITE_URL}{path}"
+
+
+def display_time(value: datetime | None) -> str:
+    """A time in the display zone, with the zone named (emails have no <time> element)."""
+    if value is None:
+        return ""
+    local = value.astimezone(ZoneInfo(settings.DISPLAY_TIME_ZONE))
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+
+
+def render_email(name: str, context: dict[str, Any]) -> RenderedEmail:
+    base = {"site_name": settings.SITE_NAME, "site_url": settings.SITE_URL, **context}
+    # A subject is one line: template newlines and runs of spaces collapse to one space.
+    subject = _WHITESPACE.sub(" ", render_to_string(f"emails/{name}_subject.txt", base)).strip()
+    return RenderedEmail(
+        subject=subject,
+        text=render_to_string(f"emails/{name}.txt", base),
+        html=render_to_string(f"emails/{name}.html", base),
+    )
+
+
+def subscriber_links(subscriber: Subscriber) -> dict[str, str]:
+    return {
+        "confirm_url": absolute_url(
+            reverse("subscriptions:confirm", args=[make_token(subscriber, Purpose.CONFIRM)])
+        ),
+        "manage_url": absolute_url(
+            reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)])
+        ),
+        "unsubscribe_url": absolute_url(
+            reverse("subscriptions:unsubscribe", args=[make_token(subscriber, Purpose.UNSUBSCRIBE)])
+        ),
+    }
+
+
+def subscriber_headers(unsubscribe_url: str) -> dict[str, str]:
+    # RFC 8058: the mail client POSTs "List-Unsubscribe=One-Click" to the URL, with no
+    # cookies and no page in between; the signed token in the URL is the authority.
+    return {
+        "List-Unsubscribe": f"<{unsubscribe_url}>",
+        "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        "Auto-Submitted": "auto-generated",
+    }
+
+
+def send_to_subscriber(*, subscriber: Subscriber, key: str, template: str, context: dict[str, Any]) -> Any:
+    links = subscriber_links(subscriber)
+    rendered = render_email(template, {**context, **links, "subscriber": subscriber})
+    return email_enqueue(
+        key=key,
+        to=[subscriber.email],
+        subject=rendered.subject,
+        text=rendered.text,
+        html=rendered.html,
+        headers=subscriber_headers(links["unsubscribe_url"]),
+        purpose=SUBSCRIBER_PURPOSE,
+        ref=subscriber.outbox_ref,
+    )
+
+
+def send_confirmation(*, subscriber: Subscriber, key: str) -> Any:
+    return send_to_subscriber(
+        subscriber=subscriber,
+        key=key,
+        template="subscription_confirm",
+        context={"confirm_days": settings.SUBSCRIPTION_CONFIRM_MAX_AGE // 86400},
+    )
+
+
+def send_already_subscribed(*, subscriber: Subscriber, key: str) -> Any:
+    return send_to_subscriber(subscriber=subscriber, key=key, template="subscription_known", context={})
+
+
+def send_webhook_disabled(*, subscriber: Subscriber) -> Any:
+    stamp = subscriber.disabled_at.isoformat() if subscriber.disabled_at else ""
+    return send_to_subscriber(
+        subscriber=subscriber,
+        key=f"subscription-webhook-disabled:{subscriber.pk}:{stamp}",
+        template="subscription_webhook_disabled",
+        context={"failures": subscriber.failure_count, "reason": subscriber.disabled_reason},
+    )
+
+
+def _admin_incident_url(incident_id: int) -> str:
+    try:
+        return absolute_url(reverse("admin:incidents_incident_change", args=[incident_id]))
+    except NoReverseMatch:  # the incident admin is not registered in this deployment
+        return ""
+
+
+def send_action_item_reminder(*, item: Any, today: date, overdue: bool) -> Any:
+    rendered = render_email(
+        "action_item_reminder",
+        {
+            "item": item,
+            "incident": item.incident,
+            "overdue": overdue,
+            "days_left": (item.due_date - today).days if item.due_date else None,
+            "staff_url": absolute_url(reverse("subscriptions:staff_action_items")),
+            "admin_url": _admin_incident_url(item.incident_id),
+            "incident_url": absolute_url(f"/incidents/{item.incident.public_id}/"),
+        },
+    )
+    return email_enqueue(
+        # Once per item per day: the beat may fire twice, the key makes it one email.
+        key=f"action-item-reminder:{item.pk}:{today.isoformat()}",
+        to=[item.owner.email],
+        subject=rendered.subject,
+        text=rendered.text,
+        html=rendered.html,
+        headers={"Auto-Submitted": "auto-generated"},
+        purpose=ACTION_ITEM_PURPOSE,
+        ref=f"action-item:{item.pk}",
+    )

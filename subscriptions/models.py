@@ -1,0 +1,111 @@
+"""Subscribers and the record of what was fanned out to them.
+
+A subscriber is an email address or a webhook URL (with its owner's address), interested
+in every public product or in a chosen few. Nothing is sent to a subscriber before it
+is confirmed (double opt-in), and a disabled webhook gets nothing more until its owner
+re-enables it. The deliveries themselves are outbox rows (app `outbox`); this app only
+decides who gets what.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Lower
+
+from incidents.models import Product
+
+
+def new_subscriber_token() -> str:
+    """The random value signed into every link: the address never appears in a URL."""
+    return secrets.token_urlsafe(18)
+
+
+def new_webhook_secret() -> str:
+    return secrets.token_hex(32)
+
+
+class SubscriberKind(models.TextChoices):
+    EMAIL = "email", "Email"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class Subscriber(models.Model):
+    Kind = SubscriberKind
+
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.EMAIL)
+    email = models.EmailField(
+        max_length=254, help_text="The subscriber's address; for a webhook, its owner's address."
+    )
+    url = models.URLField(max_length=500, blank=True, help_text="Webhook target (webhooks only).")
+    all_products = models.BooleanField(default=True, help_text="Notify about every public product.")
+    products = models.ManyToManyField(Product, blank=True, related_name="subscribers")
+    token = models.CharField(max_length=32, unique=True, default=new_subscriber_token, editable=False)
+    secret = models.CharField(
+        max_length=64, blank=True, default=new_webhook_secret, help_text="HMAC key for webhook signatures."
+    )
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    failure_count = models.PositiveIntegerField(
+        default=0, help_text="Consecutive webhook deliveries that failed for good."
+    )
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=SubscriberKind.values), name="subscriber_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(kind="email", url="") | (Q(kind="webhook") & ~Q(url="")),
+                name="subscriber_url_matches_kind",
+            ),
+            # One email subscription per address (case-insensitively), one webhook per
+            # owner and URL: subscribing twice updates, never duplicates.
+            models.UniqueConstraint(Lower("email"), condition=Q(kind="email"), name="subscriber_email_unique"),
+            models.UniqueConstraint(
+                Lower("email"), F("url"), condition=Q(kind="webhook"), name="subscriber_webhook_unique"
+            ),
+        ]
+        indexes = [
+            # The fan-out query: confirmed and not disabled.
+            models.Index(fields=["confirmed_at", "disabled_at"], name="subscriber_active"),
+        ]
+
+    def __str__(self) -> str:
+        return self.url if self.kind == self.Kind.WEBHOOK else self.email
+
+    @property
+    def is_confirmed(self) -> bool:
+        return self.confirmed_at is not None
+
+    @property
+    def is_active(self) -> bool:
+        return self.confirmed_at is not None and self.disabled_at is None
+
+    @property
+    def outbox_ref(self) -> str:
+        """The `ref` of this subscriber's outbox rows (to cancel them on unsubscribe)."""
+        return f"subscriber:{self.pk}"
+
+
+class Fanout(models.Model):
+    """One row per event fanned out that is not tied to a timeline update.
+
+    The maintenance tick runs every minute; this row (unique key, written in the same
+    transaction as the outbox rows) is what makes a reminder go out once, without
+    re-reading every subscriber on every tick.
+    """
+
+    key = models.CharField(max_length=200, unique=True)
+    recipients = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,160 @@
+"""Writes of the subscriptions app: subscribe, confirm, change products, unsubscribe.
+
+The subscribe request never reveals whether an address is known: the caller shows the
+same page whatever happens here, and the only visible effect (an email) goes to the
+address itself. A new or unconfirmed address gets a confirmation link; a confirmed one
+gets a link to its settings, and nothing about it changes until that link is used.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from incidents.models import Product
+from incidents.services import clean_single_line
+from outbox.models import OutboundMessage
+from subscriptions import emails
+from subscriptions.models import Subscriber, new_webhook_secret
+from subscriptions.webhooks import validate_webhook_url
+
+
+def clean_email(value: str) -> str:
+    """One plain address; the domain is case-insensitive, so it is stored lower-case."""
+    value = clean_single_line(value, field="email", max_length=254)
+    try:
+        validate_email(value)
+    except ValidationError:
+        raise ValidationError({"email": "Enter a valid email address."}) from None
+    if any(ch in value for ch in ",;<>\"'() "):
+        raise ValidationError({"email": "Enter a single plain email address."})
+    local, _, domain = value.rpartition("@")
+    return f"{local}@{domain.lower()}"
+
+
+def _clean_products(products: Iterable[Product]) -> list[Product]:
+    chosen = list(products)
+    if any(not p.is_public for p in chosen):
+        raise ValidationError({"products": "Choose among the products on the status page."})
+    return chosen
+
+
+def _resend_bucket() -> int:
+    # At most one confirmation (or "already subscribed") email per address per bucket,
+    # enforced by the outbox's unique key: this holds even when the cache-based rate
+    # limit fails open.
+    return int(time.time()) // max(1, settings.SUBSCRIBE_CONFIRM_RESEND_SECONDS)
+
+
+@transaction.atomic
+def subscriber_request(
+    *,
+    email: str,
+    kind: str = Subscriber.Kind.EMAIL,
+    url: str = "",
+    all_products: bool = True,
+    products: Iterable[Product] = (),
+) -> None:
+    """Handle a subscribe form. Returns nothing on purpose: the answer must not differ."""
+    email = clean_email(email)
+    if kind not in Subscriber.Kind.values:
+        raise ValidationError({"kind": "Choose email or webhook."})
+    url = validate_webhook_url(url) if kind == Subscriber.Kind.WEBHOOK else ""
+    chosen = [] if all_products else _clean_products(products)
+    if not all_products and not chosen:
+        raise ValidationError({"products": "Choose at least one product, or all of them."})
+
+    lookup: dict[str, Any] = {"kind": kind, "email__iexact": email, "url": url}
+    subscriber = Subscriber.objects.select_for_update().filter(**lookup).first()
+    if subscriber is None:
+        try:
+            # A savepoint: two identical requests racing end with one row, not an error.
+            with transaction.atomic():
+                subscriber = Subscriber.objects.create(
+                    kind=kind, email=email, url=url, all_products=all_products
+                )
+                subscriber.products.set(chosen)
+        except IntegrityError:
+            subscriber = Subscriber.objects.select_for_update().get(**lookup)
+
+    bucket = _resend_bucket()
+    if subscriber.is_confirmed:
+        # Changing a confirmed subscription takes the manage link, which only the owner
+        # of the address receives.
+        emails.send_already_subscribed(subscriber=subscriber, key=f"subscription-known:{subscriber.pk}:{bucket}")
+        return
+    # Still unconfirmed: the latest request's choice is what will be confirmed.
+    subscriber.all_products = all_products
+    subscriber.save(update_fields=["all_products", "updated_at"])
+    subscriber.products.set(chosen)
+    emails.send_confirmation(subscriber=subscriber, key=f"subscription-confirm:{subscriber.pk}:{bucket}")
+
+
+@transaction.atomic
+def subscriber_confirm(*, subscriber: Subscriber) -> Subscriber:
+    """Confirm (idempotent: a second click keeps the first confirmation time)."""
+    subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    if subscriber.confirmed_at is None:
+        subscriber.confirmed_at = timezone.now()
+        subscriber.save(update_fields=["confirmed_at", "updated_at"])
+    return subscriber
+
+
+@transaction.atomic
+def subscriber_update_products(
+    *, subscriber: Subscriber, all_products: bool, products: Iterable[Product] = ()
+) -> Subscriber:
+    subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    chosen = [] if all_products else _clean_products(products)
+    if not all_products and not chosen:
+        raise ValidationError({"products": "Choose at least one product, or all of them."})
+    subscriber.all_products = all_products
+    subscriber.save(update_fields=["all_products", "updated_at"])
+    subscriber.products.set(chosen)
+    return subscriber
+
+
+@transaction.atomic
+def subscriber_reenable(*, subscriber: Subscriber) -> Subscriber:
+    """The owner turns a disabled webhook back on, with a fresh failure count."""
+    subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    subscriber.disabled_at = None
+    subscriber.disabled_reason = ""
+    subscriber.failure_count = 0
+    subscriber.save(update_fields=["disabled_at", "disabled_reason", "failure_count", "updated_at"])
+    return subscriber
+
+
+@transaction.atomic
+def subscriber_rotate_secret(*, subscriber: Subscriber) -> Subscriber:
+    subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    subscriber.secret = new_webhook_secret()
+    subscriber.save(update_fields=["secret", "updated_at"])
+    return subscriber
+
+
+@transaction.atomic
+def subscriber_unsubscribe(*, subscriber: Subscriber | None) -> int:
+    """Forget the subscriber and stop what is still queued for it.
+
+    Harmless to repeat: a second call (a replayed link, a mail client retrying the
+    one-click POST) finds nothing and changes nothing. Returns the messages cancelled.
+    """
+    if subscriber is None:
+        return 0
+    ref = subscriber.outbox_ref
+    deleted, _ = Subscriber.objects.filter(pk=subscriber.pk).delete()
+    if not deleted:
+        return 0
+    # Rows already claimed by a worker may still go out; pending ones never will.
+    return OutboundMessage.objects.filter(ref=ref, state=OutboundMessage.State.PENDING).update(
+        state=OutboundMessage.State.CANCELLED, updated_at=timezone.now()
+    )
+

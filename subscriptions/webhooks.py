@@ -1,0 +1,116 @@
+"""Webhook targets: validation (no SSRF) and the failure counter.
+
+Deliveries are outbox rows (signed, retried with backoff, every attempt logged there).
+This module decides whether a URL may be a target at all, and listens to the outbox's
+final outcome per message: a success resets the subscriber's count of consecutive
+failures, a message that failed for good adds one, and at the threshold the webhook is
+disabled and its owner told by email.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.utils import timezone
+
+from subscriptions.models import Subscriber
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_PURPOSE = "subscriptions.webhook"
+
+
+def _is_public_address(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def validate_webhook_url(url: str) -> str:
+    """Return the URL if it may receive webhooks, else raise ValidationError.
+
+    http(s) only, no credentials in it, and every address the host resolves to must be
+    a public one: a subscriber must not make us POST to our own loopback, the cloud
+    metadata service or the private network (settings.WEBHOOK_ALLOW_PRIVATE lifts that
+    for tests and local development).
+    """
+    url = (url or "").strip()
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in url):
+        raise ValidationError({"url": "Control characters are not allowed in a URL."})
+    URLValidator(schemes=["http", "https"])(url)
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        raise ValidationError({"url": "Do not put credentials in the webhook URL."})
+    host = parts.hostname or ""
+    if not host:
+        raise ValidationError({"url": "The URL needs a host."})
+    if settings.WEBHOOK_ALLOW_PRIVATE:
+        return url
+    try:
+        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80))
+    except (socket.gaierror, UnicodeError):
+        raise ValidationError({"url": "The webhook host does not resolve."}) from None
+    addresses = {str(info[4][0]) for info in infos}
+    if not addresses or not all(_is_public_address(a) for a in addresses):
+        raise ValidationError({"url": "Webhook targets must be public internet addresses."})
+    return url
+
+
+def _subscriber_for(message: Any) -> Subscriber | None:
+    ref = getattr(message, "ref", "") or ""
+    if not ref.startswith("subscriber:"):
+        return None
+    try:
+        pk = int(ref.split(":", 1)[1])
+    except ValueError:
+        return None
+    # Row lock: two workers finishing deliveries for one webhook at once must not lose
+    # an increment.
+    return Subscriber.objects.select_for_update().filter(pk=pk).first()
+
+
+def webhook_delivered(message: Any) -> None:
+    """Outbox on_sent handler (runs inside the transaction that marks the row sent)."""
+    subscriber = _subscriber_for(message)
+    if subscriber is not None and subscriber.failure_count:
+        subscriber.failure_count = 0
+        subscriber.save(update_fields=["failure_count", "updated_at"])
+
+
+def webhook_failed(message: Any) -> None:
+    """Outbox on_failed handler: count, and disable at the threshold (same transaction)."""
+    from subscriptions import emails  # emails imports the outbox; keep app loading light
+
+    subscriber = _subscriber_for(message)
+    if subscriber is None or subscriber.disabled_at is not None:
+        return
+    subscriber.failure_count += 1
+    fields = ["failure_count", "updated_at"]
+    if subscriber.failure_count >= settings.WEBHOOK_MAX_CONSECUTIVE_FAILURES:
+        subscriber.disabled_at = timezone.now()
+        subscriber.disabled_reason = (
+            f"{subscriber.failure_count} deliveries in a row failed; last error: "
+            f"{(getattr(message, 'last_error', '') or '')[:120]}"
+        )
+        fields += ["disabled_at", "disabled_reason"]
+        logger.warning("webhook subscriber %s disabled after %s failures", subscriber.pk, subscriber.failure_count)
+    subscriber.save(update_fields=fields)
+    if subscriber.disabled_at is not None:
+        emails.send_webhook_disabled(subscriber=subscriber)
+
+
+def register_outbox_handlers() -> None:
+    try:
+        from outbox.services import outbox_register_handler
+    except ImportError:  # the outbox app is not installed in this deployment
+        logger.warning("outbox app missing: webhook failures will not be counted")
+        return
+    outbox_register_handler(WEBHOOK_PURPOSE, on_sent=webhook_delivered, on_failed=webhook_failed)

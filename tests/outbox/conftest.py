@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from tests.outbox.smtp import SmtpSink, run_sink
+
+
+@pytest.fixture
+def smtp(settings: Any) -> Iterator[SmtpSink]:
+    """A real SMTP server in this process; Django's SMTP backend pointed at it."""
+    for sink in run_sink():
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST = "127.0.0.1"
+        settings.EMAIL_PORT = sink.port
+        settings.EMAIL_USE_TLS = False
+        settings.EMAIL_USE_SSL = False
+        settings.EMAIL_HOST_USER = ""
+        settings.EMAIL_HOST_PASSWORD = ""
+        settings.EMAIL_TIMEOUT = 3
+        yield sink
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[redis.Redis]:
+    """Point this process's Celery app at the real Redis test database (not eager).
+
+    The database is flushed before and after, so nothing queued leaks between tests.
+    """
+    from statuspage.celery import app
+
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    saved = {
+        "broker_url": app.conf.broker_url,
+        "task_always_eager": app.conf.task_always_eager,
+        "broker_transport_options": app.conf.broker_transport_options,
+    }
+    app.conf.broker_url = redis_url
+    app.conf.task_always_eager = False
+    app.conf.broker_transport_options = {"visibility_timeout": 30, "socket_connect_timeout": 1, "socket_timeout": 2}
+    app._pool = None  # connections are pooled per broker URL: drop the memory:// ones
+    app.amqp._producer_pool = None
+    try:
+        yield client
+    finally:
+        for key, value in saved.items():
+            setattr(app.conf, key, value)
+        app._pool = None
+        app.amqp._producer_pool = None
+        client.flushdb()
+        client.close()

@@ -1,0 +1,137 @@
+"""A real SMTP server (aiosmtpd) running in the test process, with fault switches.
+
+It records every message it accepts (parsed, with its raw headers) and counts
+connections, so tests can assert "received exactly once" and "connection attempts stayed
+within the budget". Faults: answer MAIL with a 4xx/5xx while an outage is on, refuse given
+recipients with a code, or stall in RCPT (before any data is sent) to widen a kill window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Received:
+    mail_from: str
+    rcpt_tos: list[str]
+    message: EmailMessage
+    raw: bytes
+
+    @property
+    def message_id(self) -> str:
+        return str(self.message["Message-ID"])
+
+    @property
+    def header_names(self) -> list[str]:
+        return [name.lower() for name in self.message.keys()]
+
+
+@dataclass
+class SinkHandler:
+    messages: list[Received] = field(default_factory=list)
+    connections: int = 0
+    mail_commands: int = 0
+    # Answer MAIL FROM with this (e.g. "451 4.3.0 Try again later") while set.
+    mail_reply: str | None = None
+    # Refuse these recipients (lowercased) with the given reply, e.g. "550 5.1.1 No such user".
+    refuse_rcpt: dict[str, str] = field(default_factory=dict)
+    rcpt_delay: float = 0.0
+    # Set whenever a client is stalled in RCPT (a safe moment to kill the sender: nothing
+    # of the message has been transmitted yet).
+    in_rcpt: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def handle_EHLO(self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]) -> list[str]:
+        with self.lock:
+            self.connections += 1
+        session.host_name = hostname
+        return responses
+
+    async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+        with self.lock:
+            self.mail_commands += 1
+            reply = self.mail_reply
+        if reply:
+            return reply
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+        refused = self.refuse_rcpt.get(address.lower())
+        if refused:
+            return refused
+        if self.rcpt_delay:
+            self.in_rcpt.set()
+            await asyncio.sleep(self.rcpt_delay)
+            self.in_rcpt.clear()
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        raw = envelope.original_content or envelope.content
+        parsed = email.message_from_bytes(raw, policy=email.policy.default)
+        with self.lock:
+            self.messages.append(
+                Received(envelope.mail_from, list(envelope.rcpt_tos), parsed, raw)  # type: ignore[arg-type]
+            )
+        return "250 Message accepted for delivery"
+
+    # --- helpers for assertions ---------------------------------------------------------
+
+    def snapshot(self) -> list[Received]:
+        with self.lock:
+            return list(self.messages)
+
+    def counts_by_message_id(self) -> Counter[str]:
+        return Counter(m.message_id for m in self.snapshot())
+
+    def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.snapshot()
+            if len(got) >= count:
+                return got
+            time.sleep(0.05)
+        return self.snapshot()
+
+
+class SmtpSink:
+    def __init__(self) -> None:
+        self.handler = SinkHandler()
+        self.port = free_port()
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+
+    def start(self) -> SmtpSink:
+        self.controller.start()
+        return self
+
+    def stop(self) -> None:
+        self.controller.stop()
+
+
+def run_sink() -> Iterator[SmtpSink]:
+    sink = SmtpSink().start()
+    try:
+        yield sink
+    finally:
+        sink.stop()

@@ -1,0 +1,142 @@
+"""A real `celery -A statuspage worker` subprocess (with embedded beat) for integration tests.
+
+The worker is a separate process, so it must see the same database as the test: these
+tests run on PostgreSQL with committed (transactional) test data, and the worker is
+pointed at the test database through DATABASE_URL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = str(Path(sys.executable).with_name("celery"))
+
+# Small timings so the faults play out in seconds. The retry cap stays under half the
+# visibility timeout, as in production.
+FAST = {
+    "OUTBOX_LEASE_SECONDS": "3",
+    "OUTBOX_RETRY_BASE_DELAY": "0.2",
+    "OUTBOX_RETRY_MAX_DELAY": "1.0",
+    "OUTBOX_SWEEP_GRACE_SECONDS": "1",
+    "OUTBOX_SWEEP_INTERVAL": "1",
+    "OUTBOX_MAX_ATTEMPTS": "6",
+    "CELERY_VISIBILITY_TIMEOUT": "30",
+    "EMAIL_TIMEOUT": "3",
+}
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] != "django.db.backends.postgresql":
+        raise RuntimeError("a worker subprocess needs PostgreSQL")
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+def worker_env(*, redis_url: str, smtp_port: int, **overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
+    env.update(
+        {
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": redis_url,
+            "CELERY_TASK_ALWAYS_EAGER": "0",
+            "EMAIL_HOST": "127.0.0.1",
+            "EMAIL_PORT": str(smtp_port),
+            "SECRET_KEY": "test-only-secret-key",
+            "DEBUG": "0",
+            "ALLOWED_HOSTS": "localhost",
+            "SITE_URL": settings.SITE_URL,
+            "EMAIL_MESSAGE_ID_DOMAIN": settings.EMAIL_MESSAGE_ID_DOMAIN,
+            "DB_CONN_MAX_AGE": "0",
+            "LOG_LEVEL": "INFO",
+            **FAST,
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+class Worker:
+    def __init__(self, env: dict[str, str], *, concurrency: int = 2, beat: bool = True) -> None:
+        self.env = env
+        self.concurrency = concurrency
+        self.beat = beat
+        self.dir = Path(tempfile.mkdtemp(prefix="outbox-worker-"))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.dir / f"worker-{self.starts}.log"
+
+    def start(self, timeout: float = 30.0) -> Worker:
+        self.starts += 1
+        cmd = [
+            CELERY,
+            "-A",
+            "statuspage",
+            "worker",
+            "--loglevel=INFO",
+            f"--concurrency={self.concurrency}",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            f"--hostname=outbox-test-{os.getpid()}-{self.starts}@%h",
+        ]
+        if self.beat:
+            cmd += ["--beat", f"--schedule={self.dir / 'beat-schedule'}"]
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the child owns it until it exits
+        # Its own process group, so a SIGKILL takes the whole worker (parent, pool, beat).
+        self.proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited early:\n{self.log()}")
+            if b" ready." in self.log_path.read_bytes():
+                return self
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"celery worker did not become ready in {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-6000:] for p in sorted(self.dir.glob("worker-*.log")))
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: no shutdown, no acks, prefetched messages stranded."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@contextmanager
+def running_worker(env: dict[str, str], **kwargs: Any) -> Iterator[Worker]:
+    worker = Worker(env, **kwargs).start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        worker.kill()
