@@ -97,7 +97,7 @@ class ImpactWindowInlineForm(forms.ModelForm):
         widgets = {"description": forms.Textarea(attrs={"rows": 2, "cols": 40})}
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         started_at, ended_at = cleaned.get("started_at"), cleaned.get("ended_at")
         if started_at and ended_at and ended_at < started_at:
             self.add_error("ended_at", "The end must not be before the start.")
@@ -132,7 +132,7 @@ class LocationAdminForm(forms.ModelForm):
         fields = ["name", "display_name", "kind", "parent"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         kind, parent = cleaned.get("kind"), cleaned.get("parent")
         if kind == Location.Kind.GLOBAL and parent is not None:
             self.add_error("parent", "A global location has no parent.")

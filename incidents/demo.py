@@ -136,15 +136,15 @@ class _Context:
             self.out.write(msg + "\n")
 
 
-def _ensure_staff(ctx_out: Writer | None, summary: DemoSummary) -> Any:
+def _ensure_staff(out: Writer | None, summary: DemoSummary) -> Any:
     user_model = get_user_model()
     user = user_model.objects.filter(username=STAFF_USERNAME).first()
     if user is not None:
         # An existing account keeps its password and flags: someone may have changed them.
         return user
     summary.staff_user_created = True
-    if ctx_out is not None:
-        ctx_out.write(f"  created staff user {STAFF_USERNAME!r}\n")
+    if out is not None:
+        out.write(f"  created staff user {STAFF_USERNAME!r}\n")
     return user_model.objects.create_superuser(STAFF_USERNAME, STAFF_EMAIL, STAFF_PASSWORD)
 
 
@@ -337,7 +337,7 @@ def _gmail_2009(ctx: _Context) -> Incident:
         incident,
         [
             (
-                "Provision request-router capacity well beyond peak demand",
+                "Keep request-router capacity far above peak load (headroom)",
                 Action.PREVENT,
                 Priority.P0,
                 ActionState.DONE,
@@ -500,7 +500,7 @@ def _gmail_2026(ctx: _Context) -> Incident:
                 "Faster recovery in a similar overload through pre-built manual traffic tuning.",
             ),
             (
-                "Criticality-aware load shedding across the spam system",
+                "Shed load by criticality throughout spam checking",
                 Action.PREVENT,
                 Priority.P1,
                 ActionState.DONE,

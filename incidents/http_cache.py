@@ -162,14 +162,17 @@ def finalize_public_response(
     return response
 
 
+def _request_digest(request: HttpRequest) -> str:
+    # The absolute URI, not only the path: bodies may contain links built from the host.
+    return hashlib.sha256(request.build_absolute_uri().encode()).hexdigest()[:32]
+
+
 def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
-    digest = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:32]
-    return f"{prefix}:{version}:{digest}"
+    return f"{prefix}:{version}:{_request_digest(request)}"
 
 
 def _snapshot_key(prefix: str, request: HttpRequest) -> str:
-    digest = hashlib.sha256(request.get_full_path().encode()).hexdigest()[:32]
-    return f"{prefix}:snapshot:{digest}"
+    return f"{prefix}:snapshot:{_request_digest(request)}"
 
 
 def _cache_get(key: str) -> Any:
@@ -276,7 +279,9 @@ def public_cache(
                 hit = _cache_get(key)
                 if hit is not None:
                     status, content, content_type = hit
-                    response: HttpResponseBase = HttpResponse(content, status=status, content_type=content_type)
+                    response: HttpResponseBase = HttpResponse(
+                        content, status=status, content_type=content_type
+                    )
                     return finalize_public_response(request, response, last_modified=stamp, etag=fixed_etag)
             response = _render(func(request, *args, **kwargs))
             if key is not None and response.status_code == 200 and isinstance(response, HttpResponse):

@@ -81,7 +81,9 @@ INDICATOR_LEVEL = {
 # --- Shared pieces ------------------------------------------------------------------------
 
 
-def _public_windows(*, since: datetime, now: datetime, products: Iterable[Product] | None = None) -> list[ImpactWindow]:
+def _public_windows(
+    *, since: datetime, now: datetime, products: Iterable[Product] | None = None
+) -> list[ImpactWindow]:
     """One query: windows of public incidents on public products that overlap [since, now].
 
     A window on a public product belongs to an incident in `incidents_public()` exactly
@@ -159,9 +161,7 @@ class DayView:
         return self.incidents[0].incident if self.incidents else None
 
 
-def _day_views(
-    statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]
-) -> tuple[DayView, ...]:
+def _day_views(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]) -> tuple[DayView, ...]:
     return tuple(
         DayView(
             status=s,
@@ -395,18 +395,20 @@ def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
     report = IncidentReport.objects.filter(incident=incident, status=IncidentReport.Status.PUBLISHED).first()
     action_items: tuple[ActionItem, ...] = ()
     if report is not None:
-        action_items = tuple(incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id"))
+        action_items = tuple(
+            incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id")
+        )
     recurrence_of = None
     if incident.recurrence_of_id is not None:
         recurrence_of = incidents_public().filter(pk=incident.recurrence_of_id).first()
     recurrences = tuple(incidents_public().filter(recurrence_of=incident).order_by("started_at", "id"))
-    is_preview = bool(getattr(user, "is_staff", False)) and not incidents_public().filter(pk=incident.pk).exists()
+    is_preview = (
+        bool(getattr(user, "is_staff", False)) and not incidents_public().filter(pk=incident.pk).exists()
+    )
     return IncidentPage(
         incident=incident,
         windows=tuple(
-            WindowRow(
-                window=w, duration=window_interval(w, now=now).duration, ongoing=w.ended_at is None
-            )
+            WindowRow(window=w, duration=window_interval(w, now=now).duration, ongoing=w.ended_at is None)
             for w in windows
         ),
         durations=incident_durations(incident=incident, windows=windows, now=now),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -29,13 +29,14 @@ from incidents.models import (
     Location,
     Product,
 )
+from subscriptions import notifications
 
 Status = Incident.Status
-User = AbstractBaseUser
 
 # C0 controls (except tab), DEL and C1 controls. A title or name ends up in email
-# subjects and headers, so CR/LF there must never get through.
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+# subjects and headers, so CR/LF there must never get through. U+2028/U+2029 are line
+# breaks too (str.splitlines() splits on them), so they are refused with the rest.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
@@ -166,7 +167,7 @@ def incident_open(
             for spec in windows
         ]
     )
-    IncidentUpdate.objects.create(
+    first_update = IncidentUpdate.objects.create(
         incident=incident,
         status=status,
         body=body or summary or title,
@@ -174,6 +175,8 @@ def incident_open(
         author=created_by,
         notify_subscribers=notify,
     )
+    # Subscriber notifications: outbox rows in this transaction, delivery after commit.
+    notifications.incident_event(kind="opened", incident=incident, update=first_update)
     public_cache.public_state_changed()
     return incident
 
@@ -226,6 +229,7 @@ def incident_post_update(
         incident.mitigated_at = display_at
         fields.append("mitigated_at")
     incident.save(update_fields=fields)
+    notifications.incident_event(kind="updated", incident=incident, update=update)
     public_cache.public_state_changed()
     return update
 
@@ -271,6 +275,7 @@ def incident_resolve(
         author=author,
         notify_subscribers=notify,
     )
+    notifications.incident_event(kind="resolved", incident=incident, update=update)
     public_cache.public_state_changed()
     return update
 
@@ -363,6 +368,7 @@ def report_publish(
     if not incident.is_maintenance:
         incident.status = Status.POSTMORTEM
         incident.save(update_fields=["status", "updated_at"])
+    notifications.incident_event(kind="report_published", incident=incident, report=report)
     public_cache.public_state_changed()
     return report
 

@@ -85,7 +85,13 @@ class Weights:
     degraded: Decimal = Decimal(0)
 
     @classmethod
-    def of(cls, *, major: float | str | Decimal, partial: float | str | Decimal, degraded: float | str | Decimal = 0) -> Weights:
+    def of(
+        cls,
+        *,
+        major: float | str | Decimal,
+        partial: float | str | Decimal,
+        degraded: float | str | Decimal = 0,
+    ) -> Weights:
         # Through str(): Decimal(0.3) would carry the binary float's error into the maths.
         return cls(major=Decimal(str(major)), partial=Decimal(str(partial)), degraded=Decimal(str(degraded)))
 
@@ -247,9 +253,7 @@ def day_statuses(
                 continue
             level, first = by_incident.get(s.incident_id, (OPERATIONAL, clipped.start))
             by_incident[s.incident_id] = (worst([level, s.level]), min(first, clipped.start))
-        incidents = sorted(
-            by_incident.items(), key=lambda item: (-SEVERITY[item[1][0]], item[1][1], item[0])
-        )
+        incidents = sorted(by_incident.items(), key=lambda item: (-SEVERITY[item[1][0]], item[1][1], item[0]))
         result.append(
             DayStatus(
                 day=day,

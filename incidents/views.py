@@ -2,6 +2,11 @@
 
 Times on these pages are shown in settings.DISPLAY_TIME_ZONE, which is activated for the
 render so that every `|date` and `<time datetime>` in the templates uses it.
+
+Pages that are the same for every visitor go through `page_cache.public_page`: keyed by
+the public-state version (a change shows on the next request), one rebuild at a time,
+and `/` is snapshotted to disk for database outages. The incident page differs for
+staff (previews of non-public incidents), so only anonymous requests share its cache.
 """
 
 from __future__ import annotations
@@ -10,11 +15,14 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from incidents import public_selectors
+from incidents.http_cache import is_anonymous_request
+from incidents.page_cache import public_page
 
 View = Callable[..., HttpResponse]
 
@@ -28,24 +36,45 @@ def in_display_zone(view: View) -> View:
     return wrapper
 
 
+@public_page("index")
 @in_display_zone
 def status_index(request: HttpRequest) -> HttpResponse:
     page = public_selectors.status_page(now=timezone.now())
     return render(request, "public/index.html", {"page": page})
 
 
-@in_display_zone
-def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
-    page = public_selectors.incident_page(public_id=public_id, user=request.user, now=timezone.now())
+def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:
+    page = public_selectors.incident_page(public_id=public_id, user=user, now=timezone.now())
     return render(request, "public/incident.html", {"page": page, "incident": page.incident})
 
 
+@public_page("incident")
+@in_display_zone
+def _incident_anonymous(request: HttpRequest, public_id: str) -> HttpResponse:
+    # An explicit anonymous user: reading request.user would load the session and make
+    # the response vary on the cookie.
+    return _render_incident(request, public_id, AnonymousUser())
+
+
+@in_display_zone
+def _incident_signed_in(request: HttpRequest, public_id: str) -> HttpResponse:
+    return _render_incident(request, public_id, request.user)
+
+
+def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
+    if is_anonymous_request(request):
+        return _incident_anonymous(request, public_id=public_id)
+    return _incident_signed_in(request, public_id=public_id)
+
+
+@public_page("product", vary_on_query=True)
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     page = public_selectors.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
     return render(request, "public/product.html", {"page": page, "product": page.product})
 
 
+@public_page("history", vary_on_query=True)
 @in_display_zone
 def history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()

@@ -268,6 +268,22 @@ SPECTACULAR_SETTINGS.update(
         "REDOC_DIST": "SIDECAR",
         "COMPONENT_SPLIT_REQUEST": True,
         "SCHEMA_PATH_PREFIX": r"/api/v[0-9]",
+        # One named enum per choice set, instead of generated names like StatusC00Enum.
+        "ENUM_NAME_OVERRIDES": {
+            "IncidentStatusEnum": "incidents.models.IncidentStatus",
+            "IncidentOnlyStatusEnum": "incidents.api.statuspage_v2.INCIDENT_STATUS_VALUES",
+            "MaintenanceStatusEnum": "incidents.api.statuspage_v2.MAINTENANCE_STATUS_VALUES",
+            "OpenIncidentStatusEnum": "incidents.api.serializers.OPEN_INCIDENT_STATUSES",
+            "OpenMaintenanceStatusEnum": "incidents.api.serializers.OPEN_MAINTENANCE_STATUSES",
+            "ComponentStatusEnum": "incidents.api.serializers.PRODUCT_STATUSES",
+            "IncidentImpactEnum": "incidents.models.IncidentImpact",
+            "StatuspageIndicatorEnum": "incidents.api.statuspage_v2.INDICATORS",
+            "ReportStatusEnum": "incidents.models.ReportStatus",
+            "ReportKindEnum": "incidents.models.ReportKind",
+            "ActionStatusEnum": "incidents.models.ActionStatus",
+            "IncidentKindEnum": "incidents.models.IncidentKind",
+            "LocationKindEnum": "incidents.models.LocationKind",
+        },
     }
 )
 

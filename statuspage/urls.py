@@ -5,4 +5,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("incidents.api.urls")),
     path("", include("incidents.urls")),
+    path("", include("subscriptions.urls")),
 ]

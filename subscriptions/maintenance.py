@@ -105,7 +105,7 @@ def maintenance_remind_due(*, now: datetime) -> int:
     ).values_list("pk", "scheduled_for", "created_at")
     reminded = 0
     for pk, scheduled_for, created_at in list(due):
-        if created_at >= scheduled_for - lead:
+        if scheduled_for is None or created_at >= scheduled_for - lead:
             # Announced inside the reminder window: the "scheduled" email was the reminder.
             continue
         key = f"maintenance-reminder:{pk}"

@@ -65,7 +65,9 @@ class Subscriber(models.Model):
             ),
             # One email subscription per address (case-insensitively), one webhook per
             # owner and URL: subscribing twice updates, never duplicates.
-            models.UniqueConstraint(Lower("email"), condition=Q(kind="email"), name="subscriber_email_unique"),
+            models.UniqueConstraint(
+                Lower("email"), condition=Q(kind="email"), name="subscriber_email_unique"
+            ),
             models.UniqueConstraint(
                 Lower("email"), F("url"), condition=Q(kind="webhook"), name="subscriber_webhook_unique"
             ),

@@ -22,7 +22,6 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from incidents.markdown import render_markdown
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Product
 from incidents.selectors import incidents_public
 from outbox.services import webhook_enqueue
@@ -150,10 +149,8 @@ def build_event_message(
         "impact_label": incident.get_impact_display(),
         "products": products,
         "update": update,
-        "update_html": render_markdown(update.body) if update is not None else "",
         "update_time": emails.display_time(update.display_at) if update is not None else "",
         "report": report,
-        "report_summary_html": render_markdown(report.summary) if report is not None else "",
         "started": emails.display_time(incident.started_at),
         "resolved": emails.display_time(incident.resolved_at),
         "scheduled_for": emails.display_time(incident.scheduled_for),

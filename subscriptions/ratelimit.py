@@ -35,8 +35,10 @@ def hit(*, scope: str, value: str, limit: int, window: int) -> Verdict:
     try:
         cache.add(key, 0, timeout=window + 5)
         count = cache.incr(key)
-    except Exception:  # noqa: BLE001 - any cache failure: fail open
-        logger.warning("subscribe rate limit unavailable (cache error); letting the request through", exc_info=True)
+    except Exception:
+        logger.warning(
+            "subscribe rate limit unavailable (cache error); letting the request through", exc_info=True
+        )
         return Verdict(allowed=True)
     if count > limit:
         return Verdict(allowed=False, retry_after=max(1, int((bucket + 1) * window - now)))

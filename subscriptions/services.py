@@ -88,7 +88,9 @@ def subscriber_request(
     if subscriber.is_confirmed:
         # Changing a confirmed subscription takes the manage link, which only the owner
         # of the address receives.
-        emails.send_already_subscribed(subscriber=subscriber, key=f"subscription-known:{subscriber.pk}:{bucket}")
+        emails.send_already_subscribed(
+            subscriber=subscriber, key=f"subscription-known:{subscriber.pk}:{bucket}"
+        )
         return
     # Still unconfirmed: the latest request's choice is what will be confirmed.
     subscriber.all_products = all_products
@@ -157,4 +159,3 @@ def subscriber_unsubscribe(*, subscriber: Subscriber | None) -> int:
     return OutboundMessage.objects.filter(ref=ref, state=OutboundMessage.State.PENDING).update(
         state=OutboundMessage.State.CANCELLED, updated_at=timezone.now()
     )
-

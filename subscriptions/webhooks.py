@@ -45,7 +45,10 @@ def validate_webhook_url(url: str) -> str:
     url = (url or "").strip()
     if any(ord(ch) < 32 or ch == "\x7f" for ch in url):
         raise ValidationError({"url": "Control characters are not allowed in a URL."})
-    URLValidator(schemes=["http", "https"])(url)
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        raise ValidationError({"url": "Enter a valid http or https URL."}) from None
     parts = urlsplit(url)
     if parts.username or parts.password:
         raise ValidationError({"url": "Do not put credentials in the webhook URL."})
@@ -101,16 +104,15 @@ def webhook_failed(message: Any) -> None:
             f"{(getattr(message, 'last_error', '') or '')[:120]}"
         )
         fields += ["disabled_at", "disabled_reason"]
-        logger.warning("webhook subscriber %s disabled after %s failures", subscriber.pk, subscriber.failure_count)
+        logger.warning(
+            "webhook subscriber %s disabled after %s failures", subscriber.pk, subscriber.failure_count
+        )
     subscriber.save(update_fields=fields)
     if subscriber.disabled_at is not None:
         emails.send_webhook_disabled(subscriber=subscriber)
 
 
 def register_outbox_handlers() -> None:
-    try:
-        from outbox.services import outbox_register_handler
-    except ImportError:  # the outbox app is not installed in this deployment
-        logger.warning("outbox app missing: webhook failures will not be counted")
-        return
+    from outbox.services import outbox_register_handler
+
     outbox_register_handler(WEBHOOK_PURPOSE, on_sent=webhook_delivered, on_failed=webhook_failed)

@@ -10,7 +10,7 @@ from incidents.models import ImpactWindow, Incident, Location, Product, ProductG
 
 
 def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*args, tzinfo=UTC)  # type: ignore[arg-type,misc]
 
 
 def make_group(name: str = "Workspace", position: int = 0) -> ProductGroup:

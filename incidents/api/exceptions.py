@@ -1,0 +1,109 @@
+"""One error shape for the whole API.
+
+Every error answer has the body `{"error": {"code", "message", "fields"}}`:
+- `code`: a stable machine-readable string (`invalid`, `not_authenticated`,
+  `permission_denied`, `not_found`, `throttled`, `method_not_allowed`, ...);
+- `message`: one human sentence;
+- `fields`: per-field messages for validation errors (`{"windows.0.level": [...]}`),
+  empty otherwise.
+
+Service errors (django `ValidationError`) become 400 with the same shape, so the API
+says exactly what the admin would say. A database that is down becomes 503 with
+`Retry-After` instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.serializers import as_serializer_error
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+DATABASE_RETRY_AFTER = 30
+VALIDATION_MESSAGE = "The request has invalid fields."
+
+
+class ServiceUnavailable(exceptions.APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The service is temporarily unavailable; try again shortly."
+    default_code = "unavailable"
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Nested DRF error details to `{"a.0.b": ["message", ...]}`."""
+    flat: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            for k, v in _flatten(value, name).items():
+                flat.setdefault(k, []).extend(v)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, dict | list) for item in detail):
+            flat[prefix or "non_field_errors"] = [str(item) for item in detail]
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    name = f"{prefix}.{index}" if prefix else str(index)
+                    for k, v in _flatten(item, name).items():
+                        flat.setdefault(k, []).extend(v)
+    else:
+        flat[prefix or "non_field_errors"] = [str(detail)]
+    return flat
+
+
+def _code_of(exc: exceptions.APIException) -> str:
+    if isinstance(exc, exceptions.ValidationError):
+        return "invalid"
+    detail = exc.detail
+    code = getattr(detail, "code", None)
+    if isinstance(code, str) and not isinstance(detail, dict | list):
+        return code
+    return str(exc.default_code)
+
+
+def error_body(*, code: str, message: str, fields: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(detail=as_serializer_error(exc))
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, OperationalError | InterfaceError) or (
+        isinstance(exc, DatabaseError) and "timeout" in str(exc).lower()
+    ):
+        # Degrade, don't collapse: the caller learns when to come back.
+        logger.warning("database unavailable while serving the API", exc_info=True)
+        exc = ServiceUnavailable()
+        exc.wait = DATABASE_RETRY_AFTER  # type: ignore[attr-defined]
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    assert isinstance(exc, exceptions.APIException)
+
+    fields: dict[str, list[str]] = {}
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail)
+        non_field = fields.get("non_field_errors")
+        message = non_field[0] if non_field and len(fields) == 1 else VALIDATION_MESSAGE
+    else:
+        message = str(exc.detail)
+    response.data = error_body(code=_code_of(exc), message=message, fields=fields)
+    if response.status_code in (status.HTTP_429_TOO_MANY_REQUESTS, status.HTTP_503_SERVICE_UNAVAILABLE):
+        # Retry-After is always present on these, even when the wait is unknown.
+        wait = getattr(exc, "wait", None)
+        response.headers["Retry-After"] = str(max(1, int(wait or 1)))
+    return response

@@ -1,0 +1,361 @@
+"""Serializers of the v1 API: read shapes, and input shapes for the writes.
+
+Serializers here only translate: reads take what the views fetched (with the visibility
+already applied), writes validate types and hand the values to `incidents.services`,
+which owns every rule. Markdown is returned raw and, in the `*_html` fields, rendered
+through the one sanitising renderer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from incidents.markdown import render_markdown
+from incidents.models import (
+    INCIDENT_STATUSES,
+    MAINTENANCE_STATUSES,
+    ActionItem,
+    ImpactWindow,
+    Incident,
+    IncidentReport,
+    IncidentUpdate,
+    Location,
+    Product,
+)
+from incidents.selectors import OPERATIONAL
+
+# Product (component) statuses: the Statuspage strings, "operational" plus the levels.
+PRODUCT_STATUSES = [OPERATIONAL, *ImpactWindow.Level.values]
+# The statuses a new incident / maintenance may start in (closing ones come by resolving).
+OPEN_INCIDENT_STATUSES = [(s.value, s.label) for s in INCIDENT_STATUSES[:3]]
+OPEN_MAINTENANCE_STATUSES = [(s.value, s.label) for s in MAINTENANCE_STATUSES[:3]]
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class MarkdownHTMLField(serializers.Field):
+    """Read-only: the source Markdown rendered and sanitised."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: str) -> str:
+        return render_markdown(value or "")
+
+
+def incident_url(public_id: str) -> str:
+    return f"{settings.SITE_URL}/incidents/{public_id}/"
+
+
+# --- Reads ---------------------------------------------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`, `not_found`.")
+    message = serializers.CharField()
+    # Declared fields are popped into _declared_fields, so this does not shadow .fields.
+    fields = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text='Per-field messages for validation errors (`{"windows.0.level": ["..."]}`); empty otherwise.',
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response."""
+
+    error = ErrorDetailSerializer()
+
+
+class ProductSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="public_id", read_only=True)
+    group = serializers.CharField(source="group.name", allow_null=True, default=None, read_only=True)
+    status = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Product
+        fields = [
+            "id",
+            "slug",
+            "name",
+            "description",
+            "group",
+            "position",
+            "status",
+            "is_public",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=PRODUCT_STATUSES))
+    def get_status(self, product: Product) -> str:
+        statuses: dict[int, str] = self.context.get("statuses", {})
+        return statuses.get(product.pk, OPERATIONAL)
+
+
+class LocationSerializer(serializers.ModelSerializer):
+    parent = serializers.CharField(source="parent.name", allow_null=True, default=None, read_only=True)  # type: ignore[assignment]
+
+    class Meta:
+        model = Location
+        fields = ["name", "display_name", "kind", "parent"]
+        read_only_fields = fields
+
+
+class WindowSerializer(serializers.ModelSerializer):
+    product = serializers.CharField(source="product.slug", read_only=True)
+    product_name = serializers.CharField(source="product.name", read_only=True)
+    location = serializers.CharField(source="location.name", allow_null=True, default=None, read_only=True)
+    description_html = MarkdownHTMLField(source="description")
+
+    class Meta:
+        model = ImpactWindow
+        fields = [
+            "id",
+            "product",
+            "product_name",
+            "location",
+            "level",
+            "started_at",
+            "ended_at",
+            "description",
+            "description_html",
+        ]
+        read_only_fields = fields
+
+
+class UpdateSerializer(serializers.ModelSerializer):
+    body_html = MarkdownHTMLField(source="body")
+
+    class Meta:
+        model = IncidentUpdate
+        fields = ["id", "status", "body", "body_html", "display_at", "created_at"]
+        read_only_fields = fields
+
+
+class ReportSerializer(serializers.ModelSerializer):
+    summary_html = MarkdownHTMLField(source="summary")
+    root_cause_html = MarkdownHTMLField(source="root_cause")
+    remediation_html = MarkdownHTMLField(source="remediation")
+    impact_description_html = MarkdownHTMLField(source="impact_description")
+
+    class Meta:
+        model = IncidentReport
+        fields = [
+            "kind",
+            "status",
+            "summary",
+            "summary_html",
+            "root_cause",
+            "root_cause_html",
+            "remediation",
+            "remediation_html",
+            "impact_description",
+            "impact_description_html",
+            "published_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    """An incident or maintenance as the caller may see it.
+
+    The view prefetches only what the caller may see (public windows for non-staff);
+    the report is shown to non-staff only once published.
+    """
+
+    id = serializers.CharField(source="public_id", read_only=True)
+    url = serializers.SerializerMethodField()
+    summary_html = MarkdownHTMLField(source="summary")
+    recurrence_of = serializers.SerializerMethodField()
+    windows = WindowSerializer(many=True, read_only=True)
+    updates = UpdateSerializer(many=True, read_only=True)
+    report = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Incident
+        fields = [
+            "id",
+            "url",
+            "kind",
+            "title",
+            "summary",
+            "summary_html",
+            "status",
+            "impact",
+            "started_at",
+            "detected_at",
+            "mitigated_at",
+            "resolved_at",
+            "scheduled_for",
+            "scheduled_until",
+            "recurrence_of",
+            "is_public",
+            "created_at",
+            "updated_at",
+            "windows",
+            "updates",
+            "report",
+        ]
+        read_only_fields = fields
+
+    def get_url(self, incident: Incident) -> str:
+        return incident_url(incident.public_id)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_recurrence_of(self, incident: Incident) -> str | None:
+        previous = incident.recurrence_of
+        if previous is None:
+            return None
+        if not self.context.get("is_staff") and not previous.is_public:
+            return None
+        return previous.public_id
+
+    @extend_schema_field(ReportSerializer(allow_null=True))
+    def get_report(self, incident: Incident) -> dict[str, Any] | None:
+        try:
+            report = incident.report
+        except IncidentReport.DoesNotExist:
+            return None
+        if not (report.is_published or self.context.get("is_staff")):
+            return None
+        return ReportSerializer(report, context=self.context).data  # type: ignore[return-value]
+
+
+class ActionItemSerializer(serializers.ModelSerializer):
+    incident = serializers.CharField(source="incident.public_id", read_only=True)
+    owner = serializers.CharField(source="owner.get_username", allow_null=True, default=None, read_only=True)
+
+    class Meta:
+        model = ActionItem
+        fields = [
+            "id",
+            "incident",
+            "title",
+            "description",
+            "type",
+            "priority",
+            "status",
+            "owner",
+            "due_date",
+            "tracker_url",
+            "is_public",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class OverallStatusProductSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.ChoiceField(choices=PRODUCT_STATUSES)
+
+
+class OverallStatusSerializer(serializers.Serializer):
+    indicator = serializers.ChoiceField(choices=["none", "maintenance", "minor", "major", "critical"])
+    description = serializers.CharField()
+    active_incidents = serializers.IntegerField(help_text="Unresolved public incidents.")
+    active_maintenance = serializers.IntegerField(help_text="Maintenance in progress or verifying.")
+    products = OverallStatusProductSerializer(many=True)
+
+
+# --- Writes --------------------------------------------------------------------------------
+
+
+class WindowInputSerializer(serializers.Serializer):
+    product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
+    location = serializers.SlugRelatedField(
+        slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
+    )
+    level = serializers.ChoiceField(choices=ImpactWindow.Level.choices)
+    started_at = serializers.DateTimeField()
+    ended_at = serializers.DateTimeField(required=False, allow_null=True)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class IncidentCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    summary = serializers.CharField(required=False, allow_blank=True, default="")
+    body = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text="First timeline entry (Markdown)."
+    )
+    impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.MINOR)
+    status = serializers.ChoiceField(choices=OPEN_INCIDENT_STATUSES, default=Incident.Status.INVESTIGATING)
+    started_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    detected_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    recurrence_of = serializers.SlugRelatedField(
+        slug_field="public_id", queryset=Incident.objects.all(), required=False, allow_null=True, default=None
+    )
+    is_public = serializers.BooleanField(default=True)
+    internal_notes = serializers.CharField(required=False, allow_blank=True, default="")
+    notify = serializers.BooleanField(default=True, help_text="Notify subscribers of the first update.")
+    windows = WindowInputSerializer(many=True, required=False, default=list)
+
+
+class MaintenanceCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    summary = serializers.CharField(required=False, allow_blank=True, default="")
+    body = serializers.CharField(required=False, allow_blank=True, default="")
+    impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.NONE)
+    status = serializers.ChoiceField(choices=OPEN_MAINTENANCE_STATUSES, default=Incident.Status.SCHEDULED)
+    scheduled_for = serializers.DateTimeField()
+    scheduled_until = serializers.DateTimeField()
+    is_public = serializers.BooleanField(default=True)
+    internal_notes = serializers.CharField(required=False, allow_blank=True, default="")
+    notify = serializers.BooleanField(default=True)
+    windows = WindowInputSerializer(many=True, required=False, default=list)
+
+
+class UpdateCreateSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=Incident.Status.choices,
+        help_text="Must be a status of the incident's kind; resolved/completed resolves it.",
+    )
+    body = serializers.CharField()
+    display_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    notify = serializers.BooleanField(default=True)
+
+
+class ResolveSerializer(serializers.Serializer):
+    body = serializers.CharField(required=False, allow_blank=True, default="")
+    resolved_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    notify = serializers.BooleanField(default=True)
+
+
+class ReportSaveSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=IncidentReport.Kind.choices, default=IncidentReport.Kind.FULL)
+    summary = serializers.CharField(required=False, allow_blank=True, default="")
+    root_cause = serializers.CharField(required=False, allow_blank=True, default="")
+    remediation = serializers.CharField(required=False, allow_blank=True, default="")
+    impact_description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ReportPublishSerializer(serializers.Serializer):
+    published_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+
+
+class ActionItemCreateSerializer(serializers.Serializer):
+    incident = serializers.SlugRelatedField(slug_field="public_id", queryset=Incident.objects.all())
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    type = serializers.ChoiceField(choices=ActionItem.Type.choices, default=ActionItem.Type.PREVENT)
+    priority = serializers.ChoiceField(choices=ActionItem.Priority.choices, default=ActionItem.Priority.P2)
+    owner = serializers.SlugRelatedField(
+        slug_field="username",
+        queryset=get_user_model().objects.filter(is_staff=True, is_active=True),
+        required=False,
+        allow_null=True,
+        default=None,
+    )
+    due_date = serializers.DateField(required=False, allow_null=True, default=None)
+    tracker_url = serializers.URLField(required=False, allow_blank=True, default="", max_length=200)
+    is_public = serializers.BooleanField(default=False)

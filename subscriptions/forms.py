@@ -1,0 +1,71 @@
+"""Forms parse input only; the rules are in services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from incidents.selectors import products_public
+from subscriptions.models import Subscriber
+from subscriptions.webhooks import validate_webhook_url
+
+SCOPE_CHOICES = [("all", "All products"), ("some", "Only the products I choose")]
+
+
+class ProductChoiceForm(forms.Form):
+    scope = forms.ChoiceField(
+        choices=SCOPE_CHOICES, initial="all", widget=forms.RadioSelect, label="Notify me about"
+    )
+    products = forms.ModelMultipleChoiceField(
+        queryset=products_public(), required=False, widget=forms.CheckboxSelectMultiple, label="Products"
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("scope") == "some" and not data.get("products"):
+            self.add_error("products", "Choose at least one product, or all of them.")
+        return data
+
+    @property
+    def all_products(self) -> bool:
+        return self.cleaned_data.get("scope") == "all"
+
+
+class SubscribeForm(ProductChoiceForm):
+    kind = forms.ChoiceField(
+        choices=Subscriber.Kind.choices, initial=Subscriber.Kind.EMAIL, widget=forms.RadioSelect, label="Send"
+    )
+    email = forms.EmailField(
+        max_length=254,
+        label="Email address",
+        help_text="For a webhook, the address of whoever looks after it.",
+    )
+    url = forms.URLField(
+        max_length=500,
+        required=False,
+        assume_scheme="https",
+        label="Webhook URL",
+        help_text="Receives a signed JSON POST per event.",
+    )
+
+    field_order = ["kind", "email", "url", "scope", "products"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("kind") == Subscriber.Kind.WEBHOOK:
+            if not data.get("url"):
+                self.add_error("url", "A webhook needs a URL.")
+            else:
+                # Checked here too (the service checks again), so that a refused URL is
+                # reported even when the per-address limit skips the service call.
+                try:
+                    data["url"] = validate_webhook_url(data["url"])
+                except ValidationError as exc:
+                    self.add_error("url", exc.messages)
+        return data
+
+
+class ManageForm(ProductChoiceForm):
+    pass

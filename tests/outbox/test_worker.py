@@ -1,0 +1,146 @@
+"""The outbox against the real things: Redis broker, `celery worker` subprocess, SMTP server.
+
+Each test counts what the SMTP server received. "Exactly once" means one message per
+Message-ID and every row marked sent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+import redis
+
+from outbox import services
+from outbox.models import AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
+from tests.outbox.smtp import SmtpSink
+from tests.outbox.worker import running_worker, worker_env
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def _enqueue_batch(n: int, prefix: str = "m", to: Callable[[int], str] | None = None) -> list[OutboundMessage]:
+    return [
+        services.email_enqueue(
+            key=f"{prefix}-{i}",
+            to=[to(i) if to else f"customer{i}@example.com"],
+            subject=f"Notice {i}",
+            text=f"Body {i}",
+        )
+        for i in range(n)
+    ]
+
+
+def _wait(predicate: Callable[[], bool], timeout: float = 40.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def _states() -> dict[str, str]:
+    return dict(OutboundMessage.objects.values_list("idempotency_key", "state"))
+
+
+def _all_final() -> bool:
+    return not OutboundMessage.objects.exclude(state__in=[MessageState.SENT, MessageState.FAILED]).exists()
+
+
+def _assert_exactly_once(smtp: SmtpSink, messages: list[OutboundMessage]) -> None:
+    counts = smtp.handler.counts_by_message_id()
+    expected = {m.message_id for m in messages}
+    assert set(counts) == expected
+    assert all(n == 1 for n in counts.values()), counts
+    assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
+
+
+def test_it_delivers_each_message_exactly_once(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+    messages = _enqueue_batch(20)
+    assert broker.llen("celery") == 20  # enqueued after each commit
+    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 20 and _all_final()), f"{_states()}\n{worker.log()}"
+        time.sleep(3)  # several sweeps later: nothing is sent again
+    _assert_exactly_once(smtp, messages)
+    assert smtp.handler.connections == 20
+    assert DeliveryAttempt.objects.filter(outcome=AttemptOutcome.SENT).count() == 20
+
+
+def test_it_survives_a_sigkill_mid_batch(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+    # Each delivery stalls in RCPT, before any of the message is transmitted, so the
+    # kill below lands where a lost message would be lost, not where a duplicate is legal.
+    smtp.handler.rcpt_delay = 0.3
+    messages = _enqueue_batch(12)
+    env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
+    with running_worker(env, concurrency=1) as worker:
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 4), f"{_states()}\n{worker.log()}"
+        assert smtp.handler.in_rcpt.wait(10)
+        worker.kill()
+        received_at_kill = len(smtp.handler.snapshot())
+        assert received_at_kill < 12
+        stranded = OutboundMessage.objects.filter(state=MessageState.SENDING).count()
+        assert stranded == 1  # the one the killed worker held, lease still running
+        worker.start()
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 12 and _all_final(), timeout=60), f"{_states()}\n{worker.log()}"
+        time.sleep(3)
+    _assert_exactly_once(smtp, messages)
+    lost = DeliveryAttempt.objects.filter(outcome=AttemptOutcome.LOST)
+    assert lost.count() == 1
+    reclaimed = lost.get().message
+    assert reclaimed.attempts == 2
+
+
+def test_it_delivers_everything_after_redis_loses_the_queue(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+    messages = _enqueue_batch(10)
+    assert broker.llen("celery") == 10
+    broker.flushdb()  # Redis restarted with an empty dataset: every queued task is gone
+    assert broker.llen("celery") == 0
+    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+        # Only the beat-driven sweeper can know about these rows now.
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 10 and _all_final()), f"{_states()}\n{worker.log()}"
+        time.sleep(3)
+    _assert_exactly_once(smtp, messages)
+
+
+def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, settings) -> None:  # type: ignore[no-untyped-def]
+    # The budget is stamped on each row when it is queued (here, in the test process).
+    settings.OUTBOX_MAX_ATTEMPTS = 12
+    smtp.handler.mail_reply = "451 4.3.0 Temporary local problem, try again later"
+    messages = _enqueue_batch(5)
+    env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
+    with running_worker(env) as worker:
+        time.sleep(2.5)
+        assert smtp.handler.snapshot() == []
+        during_outage = smtp.handler.connections
+        assert during_outage >= 5  # everyone tried at least once ...
+        assert during_outage <= 5 * 12  # ... and the budget bounds the attempts
+        smtp.handler.mail_reply = None
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 5 and _all_final()), f"{_states()}\n{worker.log()}"
+        time.sleep(2)
+    _assert_exactly_once(smtp, messages)
+    attempts = sum(OutboundMessage.objects.values_list("attempts", flat=True))
+    assert smtp.handler.connections == attempts  # one connection per attempt, no hidden retries
+    delays = list(
+        DeliveryAttempt.objects.filter(outcome=AttemptOutcome.TRANSIENT).values_list("retry_delay", flat=True)
+    )
+    assert len(delays) >= 5
+    assert all(d is not None and 0 <= d <= 1.0 for d in delays)  # the cap (OUTBOX_RETRY_MAX_DELAY)
+    assert len(set(delays)) == len(delays)  # jittered: no two retries wait the same
+
+
+def test_it_fails_a_refused_recipient_once_and_delivers_the_rest(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+    smtp.handler.refuse_rcpt["customer1@example.com"] = "550 5.1.1 Mailbox unavailable"
+    messages = _enqueue_batch(3)
+    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 2 and _all_final()), f"{_states()}\n{worker.log()}"
+        time.sleep(3)  # sweeps pass: a failed row stays failed
+    refused = OutboundMessage.objects.get(idempotency_key="m-1")
+    assert refused.state == MessageState.FAILED
+    assert refused.attempts == 1
+    assert "550" in refused.last_error
+    assert DeliveryAttempt.objects.filter(message=refused).count() == 1
+    counts = smtp.handler.counts_by_message_id()
+    assert set(counts) == {messages[0].message_id, messages[2].message_id}
+    assert all(n == 1 for n in counts.values())
