@@ -1,0 +1,271 @@
+"""Customers, SLA policies with their credit tiers, entitlements and credit notices.
+
+Models hold fields and constraints; computing, approving and sending live in
+`credits.services`, and the arithmetic in `credits.sla` (pure).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from credits import sla
+from incidents.models import ImpactLevel, Incident, Location, Product
+
+
+class CreditUnit(models.TextChoices):
+    DAYS = sla.UNIT_DAYS, "Days of service added to the term"
+    PERCENT = sla.UNIT_PERCENT, "Percent of the monthly bill"
+
+
+class NoticeState(models.TextChoices):
+    COMPUTED = "computed", "Computed (awaiting review)"
+    APPROVED = "approved", "Approved"
+    QUEUED = "queued", "Queued for sending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+_WEIGHT = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
+_PERCENT = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(100))]
+
+
+class SLAPolicy(models.Model):
+    """A contract's availability promise and what is owed when it is missed."""
+
+    Unit = CreditUnit
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    target = models.DecimalField(
+        max_digits=6, decimal_places=3, validators=_PERCENT, help_text="Monthly uptime promised, e.g. 99.900."
+    )
+    time_zone = models.CharField(
+        max_length=64, default="US/Pacific", help_text="Calendar months are measured in this time zone."
+    )
+    weight_major_outage = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal(1), validators=_WEIGHT
+    )
+    weight_partial_outage = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal(1), validators=_WEIGHT
+    )
+    weight_degraded_performance = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal(0), validators=_WEIGHT
+    )
+    weight_under_maintenance = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal(0), validators=_WEIGHT
+    )
+    min_downtime_minutes = models.PositiveIntegerField(
+        default=0, help_text="Outages shorter than this many consecutive minutes do not count."
+    )
+    exclude_maintenance = models.BooleanField(
+        default=True, help_text="Scheduled maintenance is not downtime."
+    )
+    unit = models.CharField(max_length=8, choices=Unit.choices, default=Unit.DAYS)
+    cap = models.DecimalField(
+        max_digits=8, decimal_places=2, null=True, blank=True, help_text="Most credit per month (same unit)."
+    )
+    claim_window_days = models.PositiveIntegerField(
+        default=30, help_text="Days after the month ends within which the customer may claim."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "SLA policy"
+        verbose_name_plural = "SLA policies"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(unit__in=CreditUnit.values), name="slapolicy_unit_valid"),
+            models.CheckConstraint(condition=Q(target__gt=0, target__lte=100), name="slapolicy_target_range"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def as_policy(self, tiers: list[CreditTier] | None = None) -> sla.Policy:
+        """The pure-maths view of this policy."""
+        tiers = tiers if tiers is not None else list(self.tiers.all())
+        return sla.Policy(
+            target=self.target,
+            time_zone=self.time_zone,
+            weights=(
+                (ImpactLevel.MAJOR_OUTAGE.value, self.weight_major_outage),
+                (ImpactLevel.PARTIAL_OUTAGE.value, self.weight_partial_outage),
+                (ImpactLevel.DEGRADED_PERFORMANCE.value, self.weight_degraded_performance),
+                (ImpactLevel.UNDER_MAINTENANCE.value, self.weight_under_maintenance),
+            ),
+            tiers=tuple(sla.Tier(below=t.below, credit=t.credit) for t in tiers),
+            unit=self.unit,
+            min_downtime_minutes=self.min_downtime_minutes,
+            exclude_maintenance=self.exclude_maintenance,
+            cap=self.cap,
+        )
+
+
+class CreditTier(models.Model):
+    policy = models.ForeignKey(SLAPolicy, on_delete=models.CASCADE, related_name="tiers")
+    below = models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        validators=_PERCENT,
+        help_text="Applies when uptime is strictly less than this.",
+    )
+    credit = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        validators=[MinValueValidator(Decimal(0))],
+        help_text="Days, or percent.",
+    )
+
+    class Meta:
+        ordering = ["policy", "-below"]
+        constraints = [models.UniqueConstraint(fields=["policy", "below"], name="credittier_unique_band")]
+
+    def __str__(self) -> str:
+        return f"< {self.below}%: {self.credit}"
+
+
+class Customer(models.Model):
+    name = models.CharField(max_length=200)
+    billing_emails = models.JSONField(default=list, help_text="Billing contacts (plain addresses).")
+    policy = models.ForeignKey(
+        SLAPolicy,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="customers",
+        help_text="Default policy for its entitlements.",
+    )
+    sla_eligible = models.BooleanField(default=True)
+    term_end_date = models.DateField(null=True, blank=True, help_text="Day credits move this date.")
+    monthly_bill = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
+    currency = models.CharField(max_length=3, default="USD")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        indexes = [models.Index(fields=["sla_eligible"], name="customer_eligible")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CustomerEntitlement(models.Model):
+    """A product a customer pays for, optionally only in one region or zone."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="entitlements")
+    product = models.ForeignKey(Product, on_delete=models.PROTECT, related_name="+")
+    location = models.ForeignKey(
+        Location,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Empty: the product everywhere.",
+    )
+    policy = models.ForeignKey(
+        SLAPolicy,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Empty: the customer's policy.",
+    )
+
+    class Meta:
+        ordering = ["customer", "product", "location"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["customer", "product", "location"],
+                condition=Q(location__isnull=False),
+                name="entitlement_unique_located",
+            ),
+            models.UniqueConstraint(
+                fields=["customer", "product"],
+                condition=Q(location__isnull=True),
+                name="entitlement_unique_global",
+            ),
+        ]
+        indexes = [models.Index(fields=["product", "location"], name="entitlement_product_loc")]
+
+    def __str__(self) -> str:
+        where = f" in {self.location}" if self.location_id else ""
+        return f"{self.product}{where}"
+
+
+class CreditNotice(models.Model):
+    """What one customer is owed under one policy for one month, and its delivery."""
+
+    State = NoticeState
+
+    Unit = CreditUnit
+
+    FINAL_STATES = (NoticeState.SENT, NoticeState.CANCELLED)
+
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="notices")
+    policy = models.ForeignKey(SLAPolicy, on_delete=models.PROTECT, related_name="notices")
+    period = models.CharField(max_length=7, help_text="YYYY-MM")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    period_minutes = models.DecimalField(max_digits=10, decimal_places=2)
+    downtime_minutes = models.DecimalField(max_digits=10, decimal_places=2)
+    uptime_percent = models.DecimalField(max_digits=7, decimal_places=4)
+    credit = models.DecimalField(max_digits=8, decimal_places=2)
+    unit = models.CharField(max_length=8, choices=Unit.choices)
+    credit_amount = models.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Money, for percent-of-bill credits.",
+    )
+    incidents = models.ManyToManyField(Incident, blank=True, related_name="credit_notices")
+    claim_deadline = models.DateField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.COMPUTED)
+    message = models.OneToOneField(
+        "outbox.OutboundMessage",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="credit_notice",
+    )
+    email_message_id = models.CharField(max_length=255, blank=True, help_text="Message-ID of the email.")
+    last_error = models.TextField(blank=True)
+    computed_at = models.DateTimeField()
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sent_at = models.DateTimeField(null=True, blank=True)
+    term_extended_at = models.DateTimeField(
+        null=True, blank=True, help_text="Set when a day credit moved the term end date (exactly once)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-period", "customer__name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["customer", "policy", "period"], name="notice_unique_per_period"),
+            models.CheckConstraint(condition=Q(state__in=NoticeState.values), name="notice_state_valid"),
+            models.CheckConstraint(condition=Q(unit__in=CreditUnit.values), name="notice_unit_valid"),
+            models.CheckConstraint(condition=Q(period__regex=r"^\d{4}-\d{2}$"), name="notice_period_format"),
+            models.CheckConstraint(
+                condition=~Q(state="sent") | Q(sent_at__isnull=False), name="notice_sent_has_time"
+            ),
+        ]
+        indexes = [models.Index(fields=["period", "state"], name="notice_period_state")]
+
+    def __str__(self) -> str:
+        return f"{self.customer} {self.period}: {self.credit} {self.unit}"
+
+    @property
+    def attempts(self) -> int:
+        return self.message.attempts if self.message is not None else 0

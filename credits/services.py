@@ -1,5 +1,485 @@
+"""Writes of the credits domain: customers, computing notices, approving, sending, cancelling.
+
+The flow: `credits_compute` turns recorded impact into notices (state computed) for
+review; `credits_approve_and_send` approves them and writes one outbox email per notice in
+the same transaction; the outbox delivers it and, in the transaction that records the
+delivery, `_on_notice_sent` marks the notice sent and moves a day credit's term end date,
+exactly once.
+"""
+
 from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from credits import emails, selectors, sla
+from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
+from incidents.models import Location, Product
+from incidents.services import clean_single_line
+from outbox import services as outbox
+from outbox.models import MessageState, OutboundMessage
+
+logger = logging.getLogger(__name__)
+
+OUTBOX_PURPOSE = "credit_notice"
+Progress = Callable[[int, int], None]
+
+
+# --- Customers and policies ---------------------------------------------------------------------
+
+
+def _clean_time_zone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationError({"time_zone": f"{value!r} is not a time zone."}) from None
+    return value
+
+
+@transaction.atomic
+def policy_create(
+    *,
+    name: str,
+    target: Decimal,
+    tiers: Iterable[tuple[Decimal, Decimal]],
+    unit: str = SLAPolicy.Unit.DAYS,
+    time_zone: str = "US/Pacific",
+    cap: Decimal | None = None,
+    min_downtime_minutes: int = 0,
+    exclude_maintenance: bool = True,
+    claim_window_days: int = 30,
+    description: str = "",
+    weights: dict[str, Decimal] | None = None,
+) -> SLAPolicy:
+    """A policy and its tiers ((below, credit) pairs)."""
+    policy = SLAPolicy(
+        name=clean_single_line(name, field="name", max_length=100),
+        description=description,
+        target=Decimal(target),
+        time_zone=_clean_time_zone(time_zone),
+        unit=unit,
+        cap=cap,
+        min_downtime_minutes=min_downtime_minutes,
+        exclude_maintenance=exclude_maintenance,
+        claim_window_days=claim_window_days,
+    )
+    for level, weight in (weights or {}).items():
+        setattr(policy, f"weight_{level}", Decimal(weight))
+    policy.full_clean()
+    policy.save()
+    for below, credit in tiers:
+        tier = CreditTier(policy=policy, below=Decimal(below), credit=Decimal(credit))
+        tier.full_clean(exclude=["policy"])
+        tier.save()
+    return policy
+
+
+def clean_customer_name(name: str) -> str:
+    # Names reach email bodies and admin lists; CR/LF would be a header injection waiting
+    # for the first template that puts a name in a header.
+    return clean_single_line(name, field="name", max_length=200)
+
+
+@transaction.atomic
+def customer_create(
+    *,
+    name: str,
+    billing_emails: list[str],
+    policy: SLAPolicy | None = None,
+    sla_eligible: bool = True,
+    term_end_date: date | None = None,
+    monthly_bill: Decimal | None = None,
+    currency: str = "USD",
+) -> Customer:
+    customer = Customer(
+        name=clean_customer_name(name),
+        billing_emails=outbox.clean_addresses(billing_emails, field="billing_emails"),
+        policy=policy,
+        sla_eligible=sla_eligible,
+        term_end_date=term_end_date,
+        monthly_bill=monthly_bill,
+        currency=clean_single_line(currency, field="currency", max_length=3).upper(),
+    )
+    customer.full_clean()
+    customer.save()
+    return customer
+
+
+@transaction.atomic
+def customer_update(*, customer: Customer, **fields: Any) -> Customer:
+    if "name" in fields:
+        fields["name"] = clean_customer_name(fields["name"])
+    if "billing_emails" in fields:
+        fields["billing_emails"] = outbox.clean_addresses(fields["billing_emails"], field="billing_emails")
+    for key, value in fields.items():
+        setattr(customer, key, value)
+    customer.full_clean()
+    customer.save()
+    return customer
+
+
+@transaction.atomic
+def customer_entitle(
+    *, customer: Customer, product: Product, location: Location | None = None, policy: SLAPolicy | None = None
+) -> CustomerEntitlement:
+    """Entitle the customer to a product (idempotent)."""
+    entitlement, created = CustomerEntitlement.objects.get_or_create(
+        customer=customer, product=product, location=location, defaults={"policy": policy}
+    )
+    if not created and entitlement.policy_id != (policy.pk if policy else None):
+        entitlement.policy = policy
+        entitlement.save(update_fields=["policy"])
+    return entitlement
+
+
+# --- Computing ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ComputeSummary:
+    period: str
+    customers_considered: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    kept_final: int = 0  # approved, queued, sent, failed or cancelled: never touched
+    notice_ids: list[int] = field(default_factory=list)
+
+
+def _claim_deadline(period: sla.Period, policy: SLAPolicy) -> date:
+    last_day = date(period.next().year, period.next().month, 1) - timedelta(days=1)
+    return last_day + timedelta(days=policy.claim_window_days)
+
+
+def _notice_values(
+    *, result: sla.SlaResult, policy: SLAPolicy, customer_bill: Decimal | None, period: sla.Period
+) -> dict[str, Any]:
+    start, end = period.bounds(policy.time_zone)
+    return {
+        "period_start": start,
+        "period_end": end,
+        "period_minutes": result.period_minutes.quantize(Decimal("0.01")),
+        "downtime_minutes": result.downtime_minutes_rounded,
+        "uptime_percent": result.uptime_percent_rounded,
+        "credit": result.credit.quantize(Decimal("0.01")),
+        "unit": policy.unit,
+        "credit_amount": sla.credit_amount(result.credit, policy.unit, customer_bill),
+        "claim_deadline": _claim_deadline(period, policy),
+    }
+
+
+_COMPARED = (
+    "period_start",
+    "period_end",
+    "period_minutes",
+    "downtime_minutes",
+    "uptime_percent",
+    "credit",
+    "unit",
+    "credit_amount",
+    "claim_deadline",
+)
+
+
+def credits_compute(
+    *, period: str | sla.Period, now: datetime | None = None, progress: Progress | None = None
+) -> ComputeSummary:
+    """Compute (or refresh) the notices of every eligible customer owed a credit.
+
+    Idempotent: a second run with the same impact data creates, updates and removes
+    nothing. Notices past review (approved, queued, sent, failed, cancelled) are never
+    touched. A computed notice whose credit disappeared (impact edited) is removed.
+    """
+    period = sla.Period.parse(period) if isinstance(period, str) else period
+    now = now or timezone.now()
+    label = str(period)
+    summary = ComputeSummary(period=label)
+    policies = selectors.policies_with_tiers()
+    pure = {pk: p.as_policy(list(p.tiers.all())) for pk, p in policies.items()}
+    if not policies:
+        return summary
+    bounds = [period.bounds(p.time_zone) for p in pure.values()]
+    windows = selectors.windows_for_period(start=min(b[0] for b in bounds), end=max(b[1] for b in bounds))
+    by_product: dict[int, list[selectors.WindowRow]] = {}
+    for window in windows:
+        by_product.setdefault(window.product_id, []).append(window)
+    relatives = selectors.location_relatives()
+    batch = int(getattr(settings, "CREDITS_COMPUTE_BATCH", 2000))
+
+    # Many customers share an entitlement shape; the maths runs once per distinct
+    # (policy, set of windows) and is reused.
+    results: dict[tuple[int, frozenset[int]], sla.SlaResult] = {}
+    owed: dict[tuple[int, int], sla.SlaResult] = {}
+
+    def flush_customer(customer_id: int, rows: list[selectors.EntitlementRow]) -> None:
+        per_policy: dict[int, set[int]] = {}
+        for row in rows:
+            if row.policy_id is None:
+                continue
+            ids = per_policy.setdefault(row.policy_id, set())
+            for window in by_product.get(row.product_id, ()):
+                if selectors.window_affects(window, location_id=row.location_id, relatives=relatives):
+                    ids.add(window.id)
+        for policy_id, ids in per_policy.items():
+            key = (policy_id, frozenset(ids))
+            result = results.get(key)
+            if result is None:
+                outages = [w.outage for w in windows if w.id in ids]
+                result = sla.compute(outages, pure[policy_id], period, now=now)
+                results[key] = result
+            if result.owed:
+                owed[(customer_id, policy_id)] = result
+
+    with transaction.atomic():
+        # Serialise concurrent runs (a double-clicked admin action) on the policy rows.
+        list(SLAPolicy.objects.select_for_update().filter(pk__in=list(policies)).values_list("pk"))
+        current: int | None = None
+        rows: list[selectors.EntitlementRow] = []
+        for row in selectors.eligible_entitlements(product_ids=set(by_product)):
+            if row.customer_id != current:
+                if current is not None:
+                    flush_customer(current, rows)
+                    summary.customers_considered += 1
+                    if summary.customers_considered % batch == 0:
+                        # Bounded memory: write this page of customers and report.
+                        _store(owed, period=period, policies=policies, summary=summary, now=now)
+                        owed.clear()
+                        if progress:
+                            progress(summary.customers_considered, 0)
+                current, rows = row.customer_id, []
+            rows.append(row)
+        if current is not None:
+            flush_customer(current, rows)
+            summary.customers_considered += 1
+        _store(owed, period=period, policies=policies, summary=summary, now=now)
+        stale = CreditNotice.objects.filter(period=label, state=NoticeState.COMPUTED).exclude(
+            pk__in=summary.notice_ids
+        )
+        summary.removed = stale.count()
+        if summary.removed:
+            CreditNotice.incidents.through.objects.filter(creditnotice__in=stale).delete()
+            stale.delete()
+        if progress:
+            progress(summary.customers_considered, summary.customers_considered)
+    return summary
+
+
+def _store(
+    owed: dict[tuple[int, int], sla.SlaResult],
+    *,
+    period: sla.Period,
+    policies: dict[int, SLAPolicy],
+    summary: ComputeSummary,
+    now: datetime,
+) -> None:
+    """Write one batch of owed results: create, refresh computed ones, keep the rest."""
+    if not owed:
+        return
+    label = str(period)
+    customer_ids = {c for c, _ in owed}
+    bills = dict(Customer.objects.filter(pk__in=customer_ids).values_list("pk", "monthly_bill"))
+    existing = {
+        (n.customer_id, n.policy_id): n
+        for n in CreditNotice.objects.select_for_update().filter(period=label, customer_id__in=customer_ids)
+    }
+    through = CreditNotice.incidents.through
+    linked: dict[int, set[int]] = {}
+    for notice_id, incident_id in through.objects.filter(
+        creditnotice_id__in=[n.pk for n in existing.values()]
+    ).values_list("creditnotice_id", "incident_id"):
+        linked.setdefault(notice_id, set()).add(incident_id)
+    to_create: list[tuple[CreditNotice, tuple[int, ...]]] = []
+    to_update: list[tuple[CreditNotice, tuple[int, ...]]] = []
+    for (customer_id, policy_id), result in owed.items():
+        policy = policies[policy_id]
+        values = _notice_values(
+            result=result, policy=policy, customer_bill=bills.get(customer_id), period=period
+        )
+        notice = existing.get((customer_id, policy_id))
+        if notice is None:
+            to_create.append(
+                (
+                    CreditNotice(
+                        customer_id=customer_id, policy_id=policy_id, period=label, computed_at=now, **values
+                    ),
+                    result.incident_ids,
+                )
+            )
+            continue
+        summary.notice_ids.append(notice.pk)
+        if notice.state != NoticeState.COMPUTED:
+            # Past review: what staff approved (or what went out) is never rewritten.
+            summary.kept_final += 1
+            continue
+        same_incidents = linked.get(notice.pk, set()) == set(result.incident_ids)
+        if same_incidents and all(getattr(notice, k) == v for k, v in values.items()):
+            summary.unchanged += 1
+            continue
+        for key, value in values.items():
+            setattr(notice, key, value)
+        notice.computed_at = now
+        to_update.append((notice, result.incident_ids))
+    if to_create:
+        created = CreditNotice.objects.bulk_create([n for n, _ in to_create], batch_size=1000)
+        through.objects.bulk_create(
+            [
+                through(creditnotice_id=n.pk, incident_id=inc)
+                for n, (_, incs) in zip(created, to_create, strict=True)
+                for inc in incs
+            ],
+            batch_size=5000,
+        )
+        summary.created += len(created)
+        summary.notice_ids.extend(n.pk for n in created)
+    if to_update:
+        CreditNotice.objects.bulk_update([n for n, _ in to_update], [*_COMPARED, "computed_at", "updated_at"])
+        through.objects.filter(creditnotice__in=[n for n, _ in to_update]).delete()
+        through.objects.bulk_create(
+            [through(creditnotice_id=n.pk, incident_id=inc) for n, incs in to_update for inc in incs]
+        )
+        summary.updated += len(to_update)
+
+
+# --- Approving, sending, cancelling -------------------------------------------------------------------
+
+
+@dataclass
+class SendSummary:
+    queued: int = 0
+    retried: int = 0
+    skipped: int = 0
+
+
+def notice_outbox_key(notice: CreditNotice) -> str:
+    # Per customer, policy and period, not per row: even if a notice were deleted and
+    # computed again, its email could not be queued a second time.
+    return f"credit-notice:{notice.customer_id}:{notice.policy_id}:{notice.period}"
+
+
+def credits_approve_and_send(
+    *,
+    notices: Iterable[CreditNotice],
+    actor: AbstractBaseUser | None = None,
+    progress: Progress | None = None,
+) -> SendSummary:
+    """Approve computed notices and queue their emails, atomically per run.
+
+    Each email is an outbox row written in this transaction, so "approved" and "an email
+    will go out" are one fact; delivery starts after the commit. Failed notices get a
+    fresh delivery budget. Anything else (queued, sent, cancelled) is left alone.
+    """
+    ids = [n.pk for n in notices]
+    summary = SendSummary()
+    now = timezone.now()
+    with transaction.atomic():
+        rows = list(
+            CreditNotice.objects.select_for_update(of=("self",))
+            .filter(pk__in=ids)
+            .select_related("customer", "policy")
+            .order_by("pk")
+        )
+        for done, notice in enumerate(rows, start=1):
+            if notice.state in (NoticeState.COMPUTED, NoticeState.APPROVED):
+                subject, text, html = emails.render_credit_notice(notice)
+                message = outbox.email_enqueue(
+                    key=notice_outbox_key(notice),
+                    to=list(notice.customer.billing_emails),
+                    subject=subject,
+                    text=text,
+                    html=html,
+                    purpose=OUTBOX_PURPOSE,
+                    ref=f"notice:{notice.pk}",
+                )
+                notice.state = NoticeState.QUEUED
+                notice.approved_at = now
+                notice.approved_by = actor  # type: ignore[assignment]
+                notice.message = message
+                notice.email_message_id = message.message_id
+                notice.save(
+                    update_fields=[
+                        "state",
+                        "approved_at",
+                        "approved_by",
+                        "message",
+                        "email_message_id",
+                        "updated_at",
+                    ]
+                )
+                summary.queued += 1
+                if message.state == MessageState.SENT:
+                    # Sent under this key before (a recomputed twin): record it, send nothing.
+                    _mark_sent(notice, message)
+            elif notice.state == NoticeState.FAILED and notice.message is not None:
+                outbox.message_retry(message=notice.message)
+                notice.state = NoticeState.QUEUED
+                notice.last_error = ""
+                notice.save(update_fields=["state", "last_error", "updated_at"])
+                summary.retried += 1
+            else:
+                summary.skipped += 1
+            if progress and done % 500 == 0:
+                progress(done, len(rows))
+    return summary
+
+
+@transaction.atomic
+def credits_cancel(*, notice: CreditNotice, actor: AbstractBaseUser | None = None) -> CreditNotice:
+    """Withdraw a notice before it goes out. A queued one is stopped only if still pending."""
+    notice = CreditNotice.objects.select_for_update().get(pk=notice.pk)
+    if notice.state in (NoticeState.SENT, NoticeState.CANCELLED):
+        raise ValidationError(f"A {notice.get_state_display().lower()} notice cannot be cancelled.")
+    if notice.state == NoticeState.QUEUED and notice.message is not None:
+        outbox.message_cancel(message=notice.message)  # raises if it is being sent now
+    notice.state = NoticeState.CANCELLED
+    notice.save(update_fields=["state", "updated_at"])
+    return notice
+
+
+def _mark_sent(notice: CreditNotice, message: OutboundMessage) -> None:
+    if notice.state == NoticeState.SENT:
+        return
+    notice.state = NoticeState.SENT
+    notice.sent_at = message.sent_at or timezone.now()
+    notice.last_error = ""
+    fields = ["state", "sent_at", "last_error", "updated_at"]
+    if notice.unit == CreditNotice.Unit.DAYS and notice.term_extended_at is None:
+        customer = Customer.objects.select_for_update().get(pk=notice.customer_id)
+        if customer.term_end_date is not None:
+            # term_extended_at is the once-only guard: a redelivered handler call finds
+            # it set and leaves the date alone.
+            customer.term_end_date = customer.term_end_date + timedelta(days=int(notice.credit))
+            customer.save(update_fields=["term_end_date", "updated_at"])
+            notice.term_extended_at = timezone.now()
+            fields.append("term_extended_at")
+    notice.save(update_fields=fields)
+
+
+def _on_notice_sent(message: OutboundMessage) -> None:
+    notice = CreditNotice.objects.select_for_update().filter(message=message).first()
+    if notice is not None:
+        _mark_sent(notice, message)
+
+
+def _on_notice_failed(message: OutboundMessage) -> None:
+    notice = CreditNotice.objects.select_for_update().filter(message=message).first()
+    if notice is None or notice.state in (NoticeState.SENT, NoticeState.CANCELLED):
+        return
+    notice.state = NoticeState.FAILED
+    notice.last_error = message.last_error
+    notice.save(update_fields=["state", "last_error", "updated_at"])
 
 
 def register_outbox_handlers() -> None:
-    pass
+    outbox.outbox_register_handler(OUTBOX_PURPOSE, on_sent=_on_notice_sent, on_failed=_on_notice_failed)

@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.db import models, transaction
@@ -267,7 +268,18 @@ class LocationAdmin(CatalogueAdmin):
 # --- Incidents -----------------------------------------------------------------------------
 
 
-class ImpactWindowInline(TabularInlineBase):
+class PlainRelatedInline(TabularInlineBase):
+    """Inline rows whose product/owner pickers only pick: no edit/delete-the-product icons."""
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_dbfield(db_field, request, **kwargs)
+        widget = getattr(field, "widget", None)
+        if isinstance(widget, RelatedFieldWidgetWrapper):
+            widget.can_change_related = widget.can_delete_related = widget.can_view_related = False
+        return field
+
+
+class ImpactWindowInline(PlainRelatedInline):
     model = ImpactWindow
     form = ImpactWindowInlineForm
     fields = ["product", "location", "level", "started_at", "ended_at", "description"]
@@ -277,7 +289,7 @@ class ImpactWindowInline(TabularInlineBase):
     verbose_name_plural = "Impact windows (per product, optionally per location; empty end = ongoing)"
 
 
-class IncidentUpdateInline(StackedInlineBase):
+class IncidentUpdateInline(TabularInlineBase):
     """The timeline, read only: new entries come from “Post update”, so they notify."""
 
     model = IncidentUpdate
@@ -316,7 +328,7 @@ class IncidentReportInline(StackedInlineBase):
         return self.readonly_fields
 
 
-class ActionItemInline(TabularInlineBase):
+class ActionItemInline(PlainRelatedInline):
     model = ActionItem
     fields = ["title", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"]
     autocomplete_fields = ["owner"]

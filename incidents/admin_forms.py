@@ -123,6 +123,12 @@ class IncidentReportInlineForm(forms.ModelForm):
             "impact_description": "Detailed description of impact",
         }
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None and self.instance.is_published:
+            # Shown read only by the admin; a published report stays published.
+            del self.fields["status"]
+
 
 class LocationAdminForm(forms.ModelForm):
     """The location tree: zones sit in a region, regions at the top or under global."""

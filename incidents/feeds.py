@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
-from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed
+from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
 from incidents import public_selectors
@@ -23,7 +23,7 @@ from incidents.public_selectors import FeedEntry
 
 
 class HistoryRssFeed(Feed):
-    feed_type = Rss201rev2Feed
+    feed_type: type[SyndicationFeed] = Rss201rev2Feed
 
     def __call__(self, request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
         # Entry text names times in the display zone, like the pages do.

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from incidents import feeds, views
+from incidents.page_cache import public_page
 
 app_name = "public"
 
@@ -11,6 +12,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("incidents/<str:public_id>/", views.incident_detail, name="incident"),
     path("products/<slug:slug>/", views.product_detail, name="product"),
     path("history/", views.history, name="history"),
-    path("history.atom", feeds.HistoryAtomFeed(), name="history-atom"),
-    path("history.rss", feeds.HistoryRssFeed(), name="history-rss"),
+    # The feeds are the same for every reader: served from the versioned page cache.
+    path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
+    path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),
 ]

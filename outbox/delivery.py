@@ -73,10 +73,16 @@ def send_email(message: OutboundMessage) -> Result:
         worst = max(codes) if codes else 550
         # A recipient refused with 4xx (mailbox busy, greylisting) may be accepted later.
         code = min(c for c in codes) if codes and min(codes) < 500 else worst
-        detail = "; ".join(f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items())
+        detail = "; ".join(
+            f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items()
+        )
         return _classify_smtp_code(code, f"recipient refused: {detail}")
     except smtplib.SMTPResponseException as exc:
-        text = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        text = (
+            exc.smtp_error.decode(errors="replace")
+            if isinstance(exc.smtp_error, bytes)
+            else str(exc.smtp_error)
+        )
         return _classify_smtp_code(exc.smtp_code, f"{type(exc).__name__}: {exc.smtp_code} {text}")
     except (smtplib.SMTPException, OSError) as exc:
         # Connection refused, reset, timed out, or the server hung up: try again later.

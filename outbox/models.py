@@ -113,7 +113,9 @@ class DeliveryAttempt(models.Model):
     class Meta:
         ordering = ["message_id", "number", "id"]
         constraints = [
-            models.CheckConstraint(condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid")
+            models.CheckConstraint(
+                condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid"
+            )
         ]
         indexes = [models.Index(fields=["outcome", "started_at"], name="attempt_outcome_started")]
 

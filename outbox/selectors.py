@@ -13,7 +13,7 @@ def messages_for_ref(*, purpose: str, ref: str) -> QuerySet[OutboundMessage]:
 
 def outbox_counts() -> dict[str, int]:
     """Rows per state, every state present (0 when none)."""
-    counts = {state: 0 for state in MessageState.values}
+    counts = dict.fromkeys(MessageState.values, 0)
     for row in OutboundMessage.objects.values("state").annotate(n=Count("id")):
         counts[row["state"]] = row["n"]
     return counts

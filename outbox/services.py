@@ -240,9 +240,14 @@ def _publish(message_id: int, countdown: float | None = None) -> None:
     try:
         # No publish retries: with Redis down the request must not hang. The row is
         # durable and the sweeper enqueues it again once Redis is back.
-        deliver_message.apply_async((message_id,), countdown=countdown, retry=False)
-    except Exception:  # noqa: BLE001 - any broker failure is recovered by the sweeper
-        logger.warning("outbox: could not enqueue message %s; the sweeper will retry", message_id, exc_info=True)
+        if countdown is None:
+            deliver_message.apply_async((message_id,), retry=False)
+        else:
+            deliver_message.apply_async((message_id,), countdown=countdown, retry=False)
+    except Exception:
+        logger.warning(
+            "outbox: could not enqueue message %s; the sweeper will retry", message_id, exc_info=True
+        )
 
 
 def _enqueue_on_commit(message_id: int, countdown: float | None = None) -> None:
@@ -307,7 +312,7 @@ def _run_handler(message: OutboundMessage, which: str) -> None:
         # A savepoint: a broken handler must not undo "sent" (that would send it again).
         with transaction.atomic():
             handler(message)
-    except Exception as exc:  # noqa: BLE001 - recorded on the row for staff, never re-sent
+    except Exception as exc:
         logger.exception("outbox: %s handler for %s failed on message %s", which, message.purpose, message.pk)
         OutboundMessage.objects.filter(pk=message.pk).update(
             last_error=f"{which} handler failed: {type(exc).__name__}: {exc}"[:2000]
@@ -346,7 +351,9 @@ def message_record_outcome(
             row.next_attempt_at = now + timedelta(seconds=delay)
             row.lease_expires_at = None
             row.last_error = error[:2000]
-            row.save(update_fields=["state", "next_attempt_at", "lease_expires_at", "last_error", "updated_at"])
+            row.save(
+                update_fields=["state", "next_attempt_at", "lease_expires_at", "last_error", "updated_at"]
+            )
             attempt.outcome = AttemptOutcome.TRANSIENT
             attempt.retry_delay = delay
             attempt.save(update_fields=["finished_at", "status_code", "error", "outcome", "retry_delay"])
@@ -383,7 +390,7 @@ def message_deliver(*, message_id: int) -> OutboundMessage | None:
     send = delivery.send_email if message.channel == Channel.EMAIL else delivery.send_webhook
     try:
         result = send(message)
-    except Exception as exc:  # noqa: BLE001 - an unexpected bug counts against the budget
+    except Exception as exc:
         logger.exception("outbox: unexpected error delivering message %s", message.pk)
         result = delivery.Result(delivery.TRANSIENT, None, f"{type(exc).__name__}: {exc}")
     return message_record_outcome(
@@ -419,7 +426,11 @@ def outbox_sweep(*, now: datetime | None = None, limit: int | None = None) -> Sw
     for pk in list(exhausted):
         with transaction.atomic():
             row = OutboundMessage.objects.select_for_update().get(pk=pk)
-            if row.state != MessageState.SENDING or row.lease_expires_at is None or row.lease_expires_at >= now:
+            if (
+                row.state != MessageState.SENDING
+                or row.lease_expires_at is None
+                or row.lease_expires_at >= now
+            ):
                 continue
             row.state = MessageState.FAILED
             row.lease_expires_at = None

@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from subscriptions import ical, ratelimit, selectors, services
 from subscriptions.action_items import today_local
@@ -97,7 +97,7 @@ def subscribe(request: HttpRequest) -> HttpResponse:
     return render(request, "subscriptions/subscribe.html", {"form": form}, status=400)
 
 
-@require_GET
+@require_safe
 def subscribe_sent(request: HttpRequest) -> HttpResponse:
     return render(request, "subscriptions/subscribe_sent.html")
 
@@ -186,7 +186,7 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "subscriptions/unsubscribe.html", {"subscriber": subscriber, "token": token})
 
 
-@require_GET
+@require_safe
 def maintenance_ics(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     events = []
@@ -227,7 +227,7 @@ def maintenance_ics(request: HttpRequest) -> HttpResponse:
 
 
 @staff_member_required
-@require_GET
+@require_safe
 def staff_action_items(request: HttpRequest) -> HttpResponse:
     today = today_local()
     items = list(selectors.action_items_open())

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, include, path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from credits.api import register as register_credits
 from incidents.api import google_feed, statuspage_v2, views
 from incidents.api.routers import build_router
 
@@ -12,6 +13,7 @@ router = build_router()
 
 # --- Other apps: register staff-only viewsets on `router` here (see routers.py) -----------
 # e.g.  from credits.api import register as register_credits; register_credits(router)
+register_credits(router)  # customers, sla-policies, credit-notices
 # --------------------------------------------------------------------------------------------
 
 v2 = statuspage_v2
@@ -40,4 +42,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # Last: anything else under /api/ is a JSON 404 in the API's error shape.
+    re_path(r"^api/", views.APINotFound.as_view(), name="api-not-found"),
 ]

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
 from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
@@ -58,10 +59,10 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(s.ErrorSerializer, description=descriptions[code]) for code in codes}
 
 
-def acting_user(request: Request) -> AbstractBaseUser:
+def acting_user(request: Request) -> User:
     """The staff user behind a write (the permission class has already checked)."""
     user = request.user
-    assert isinstance(user, AbstractBaseUser)
+    assert isinstance(user, User)
     return user
 
 
@@ -170,7 +171,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.ProductSerializer
     lookup_field = "slug"
-    lookup_value_regex = "[-a-zA-Z0-9_]+"
+    lookup_value_regex = "[^/]+"
 
     def get_queryset(self) -> QuerySet[Product]:
         if is_staff(self.request):
@@ -202,7 +203,7 @@ class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.LocationSerializer
     lookup_field = "name"
-    lookup_value_regex = "[-a-zA-Z0-9_]+"
+    lookup_value_regex = "[^/]+"
     queryset = Location.objects.select_related("parent").order_by("name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -235,7 +236,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.IncidentSerializer
     lookup_field = "public_id"
-    lookup_value_regex = "[a-z0-9]+"
+    lookup_value_regex = "[^/]+"
 
     def _prefetch(self) -> list[Prefetch]:
         windows = ImpactWindow.objects.select_related("product", "location").order_by("started_at", "id")
@@ -514,7 +515,7 @@ class ActionItemViewSet(
     permission_classes = [StaffOnly]
     serializer_class = s.ActionItemSerializer
     queryset = ActionItem.objects.select_related("incident", "owner")
-    lookup_value_regex = "[0-9]+"
+    lookup_value_regex = "[^/]+"
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         params = self.validated_query(ActionItemFilterSerializer)
@@ -532,3 +533,17 @@ class ActionItemViewSet(
         serializer.is_valid(raise_exception=True)
         item = services.action_item_create(**serializer.validated_data)
         return Response(self.get_serializer(item).data, status=status.HTTP_201_CREATED)
+
+
+class APINotFound(APIView):
+    """Any other URL under /api/: a 404 in the API's error shape, not the HTML page."""
+
+    authentication_classes: list[Any] = []
+    permission_classes: list[Any] = []
+    throttle_classes = DEFAULT_THROTTLES
+    renderer_classes = [JSONRenderer]
+    schema = None
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        raise NotFound()

@@ -5,63 +5,166 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='OutboundMessage',
+            name="OutboundMessage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel', models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook')], max_length=8)),
-                ('idempotency_key', models.CharField(max_length=255, unique=True)),
-                ('purpose', models.CharField(blank=True, help_text='Which handler reacts to the outcome.', max_length=64)),
-                ('ref', models.CharField(blank=True, help_text="The caller's object, e.g. notice:42.", max_length=200)),
-                ('to', models.JSONField(blank=True, default=list)),
-                ('subject', models.CharField(blank=True, max_length=998)),
-                ('body_text', models.TextField(blank=True)),
-                ('body_html', models.TextField(blank=True)),
-                ('headers', models.JSONField(blank=True, default=dict)),
-                ('message_id', models.CharField(blank=True, max_length=255)),
-                ('url', models.URLField(blank=True, max_length=2000)),
-                ('payload', models.JSONField(blank=True, null=True)),
-                ('secret', models.CharField(blank=True, max_length=255)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('sending', 'Sending'), ('sent', 'Sent'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=10)),
-                ('attempts', models.PositiveIntegerField(default=0, help_text='Claims so far (each one may send).')),
-                ('max_attempts', models.PositiveIntegerField(default=8)),
-                ('next_attempt_at', models.DateTimeField(help_text='A pending row is due from this time.')),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "channel",
+                    models.CharField(choices=[("email", "Email"), ("webhook", "Webhook")], max_length=8),
+                ),
+                ("idempotency_key", models.CharField(max_length=255, unique=True)),
+                (
+                    "purpose",
+                    models.CharField(
+                        blank=True, help_text="Which handler reacts to the outcome.", max_length=64
+                    ),
+                ),
+                (
+                    "ref",
+                    models.CharField(
+                        blank=True, help_text="The caller's object, e.g. notice:42.", max_length=200
+                    ),
+                ),
+                ("to", models.JSONField(blank=True, default=list)),
+                ("subject", models.CharField(blank=True, max_length=998)),
+                ("body_text", models.TextField(blank=True)),
+                ("body_html", models.TextField(blank=True)),
+                ("headers", models.JSONField(blank=True, default=dict)),
+                ("message_id", models.CharField(blank=True, max_length=255)),
+                ("url", models.URLField(blank=True, max_length=2000)),
+                ("payload", models.JSONField(blank=True, null=True)),
+                ("secret", models.CharField(blank=True, max_length=255)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("sending", "Sending"),
+                            ("sent", "Sent"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "attempts",
+                    models.PositiveIntegerField(default=0, help_text="Claims so far (each one may send)."),
+                ),
+                ("max_attempts", models.PositiveIntegerField(default=8)),
+                ("next_attempt_at", models.DateTimeField(help_text="A pending row is due from this time.")),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['state', 'next_attempt_at'], name='outbox_state_due'), models.Index(fields=['state', 'lease_expires_at'], name='outbox_state_lease'), models.Index(fields=['purpose', 'ref'], name='outbox_purpose_ref')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('channel__in', ['email', 'webhook'])), name='outbox_channel_valid'), models.CheckConstraint(condition=models.Q(('state__in', ['pending', 'sending', 'sent', 'failed', 'cancelled'])), name='outbox_state_valid'), models.CheckConstraint(condition=models.Q(models.Q(('state', 'sent'), _negated=True), ('sent_at__isnull', False), _connector='OR'), name='outbox_sent_has_time'), models.CheckConstraint(condition=models.Q(models.Q(('state', 'sending'), _negated=True), ('lease_expires_at__isnull', False), _connector='OR'), name='outbox_sending_has_lease')],
+                "ordering": ["-created_at", "-id"],
+                "indexes": [
+                    models.Index(fields=["state", "next_attempt_at"], name="outbox_state_due"),
+                    models.Index(fields=["state", "lease_expires_at"], name="outbox_state_lease"),
+                    models.Index(fields=["purpose", "ref"], name="outbox_purpose_ref"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("channel__in", ["email", "webhook"])), name="outbox_channel_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("state__in", ["pending", "sending", "sent", "failed", "cancelled"])
+                        ),
+                        name="outbox_state_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("state", "sent"), _negated=True),
+                            ("sent_at__isnull", False),
+                            _connector="OR",
+                        ),
+                        name="outbox_sent_has_time",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("state", "sending"), _negated=True),
+                            ("lease_expires_at__isnull", False),
+                            _connector="OR",
+                        ),
+                        name="outbox_sending_has_lease",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='DeliveryAttempt',
+            name="DeliveryAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField(help_text="The message's attempt counter for this try.")),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('outcome', models.CharField(choices=[('started', 'Started'), ('sent', 'Sent'), ('transient', 'Transient error (will retry)'), ('permanent', 'Permanent error'), ('lost', 'Lost (worker died or lease expired)')], default='started', max_length=10)),
-                ('status_code', models.PositiveIntegerField(blank=True, help_text='SMTP or HTTP code.', null=True)),
-                ('error', models.TextField(blank=True)),
-                ('retry_delay', models.FloatField(blank=True, help_text='Seconds until the next try.', null=True)),
-                ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='delivery_attempts', to='outbox.outboundmessage')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "number",
+                    models.PositiveIntegerField(help_text="The message's attempt counter for this try."),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("started", "Started"),
+                            ("sent", "Sent"),
+                            ("transient", "Transient error (will retry)"),
+                            ("permanent", "Permanent error"),
+                            ("lost", "Lost (worker died or lease expired)"),
+                        ],
+                        default="started",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status_code",
+                    models.PositiveIntegerField(blank=True, help_text="SMTP or HTTP code.", null=True),
+                ),
+                ("error", models.TextField(blank=True)),
+                (
+                    "retry_delay",
+                    models.FloatField(blank=True, help_text="Seconds until the next try.", null=True),
+                ),
+                (
+                    "message",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="delivery_attempts",
+                        to="outbox.outboundmessage",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['message_id', 'number', 'id'],
-                'indexes': [models.Index(fields=['outcome', 'started_at'], name='attempt_outcome_started')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('outcome__in', ['started', 'sent', 'transient', 'permanent', 'lost'])), name='attempt_outcome_valid')],
+                "ordering": ["message_id", "number", "id"],
+                "indexes": [models.Index(fields=["outcome", "started_at"], name="attempt_outcome_started")],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("outcome__in", ["started", "sent", "transient", "permanent", "lost"])
+                        ),
+                        name="attempt_outcome_valid",
+                    )
+                ],
             },
         ),
     ]

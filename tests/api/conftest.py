@@ -85,7 +85,10 @@ def world(db: None) -> World:
         location=zone,
     )
     services.incident_post_update(
-        incident=ongoing, status="monitoring", body="A fix is rolling out.", display_at=utc(2026, 10, 9, 12, 0)
+        incident=ongoing,
+        status="monitoring",
+        body="A fix is rolling out.",
+        display_at=utc(2026, 10, 9, 12, 0),
     )
     drafted = make_incident(
         title="Spam filtering delayed",
@@ -106,7 +109,9 @@ def world(db: None) -> World:
         impact="none",
         scheduled_for=utc(2030, 6, 1, 2),
         scheduled_until=utc(2030, 6, 1, 4),
-        windows=[services.WindowSpec(product=storage, level="under_maintenance", started_at=utc(2030, 6, 1, 2))],
+        windows=[
+            services.WindowSpec(product=storage, level="under_maintenance", started_at=utc(2030, 6, 1, 2))
+        ],
     )
     for incident in (outage, ongoing, drafted, hidden, staff_only):
         incident.refresh_from_db()

@@ -36,7 +36,13 @@ UPDATE_KEYS = {
 }  # fmt: skip
 
 INDICATORS = {"none", "minor", "major", "critical", "maintenance"}
-COMPONENT_STATUSES = {"operational", "degraded_performance", "partial_outage", "major_outage", "under_maintenance"}
+COMPONENT_STATUSES = {
+    "operational",
+    "degraded_performance",
+    "partial_outage",
+    "major_outage",
+    "under_maintenance",
+}
 INCIDENT_STATUSES = {"investigating", "identified", "monitoring", "resolved", "postmortem"}
 MAINTENANCE_STATUSES = {"scheduled", "in_progress", "verifying", "completed"}
 IMPACTS = {"none", "minor", "major", "critical", "maintenance"}
@@ -71,7 +77,7 @@ def check_page(page: dict[str, Any]) -> None:
 
 
 def check_component(component: dict[str, Any], page_id: str) -> None:
-    assert COMPONENT_KEYS <= set(component)
+    assert set(component) >= COMPONENT_KEYS
     assert component["status"] in COMPONENT_STATUSES
     assert isinstance(component["id"], str)
     assert isinstance(component["position"], int)
@@ -124,7 +130,9 @@ def busy_world(world: World) -> World:
         kind="maintenance",
         scheduled_for=utc(2031, 1, 1),
         scheduled_until=utc(2031, 1, 2),
-        windows=[services.WindowSpec(product=world.gmail, level="under_maintenance", started_at=utc(2031, 1, 1))],
+        windows=[
+            services.WindowSpec(product=world.gmail, level="under_maintenance", started_at=utc(2031, 1, 1))
+        ],
     )
     return world
 
@@ -179,7 +187,11 @@ def test_it_fills_the_summary_with_public_data_only(anon: Client, busy_world: Wo
 def test_it_splits_incidents_and_maintenance_lists(anon: Client, busy_world: World) -> None:
     world = busy_world
     recent = anon.get("/api/v2/incidents.json").json()["incidents"]
-    assert [i["id"] for i in recent] == [world.ongoing.public_id, world.drafted.public_id, world.outage.public_id]
+    assert [i["id"] for i in recent] == [
+        world.ongoing.public_id,
+        world.drafted.public_id,
+        world.outage.public_id,
+    ]
     assert recent[2]["status"] == "postmortem"
     assert recent[2]["resolved_at"] == "2009-09-01T21:15:00.000+00:00"
     unresolved = anon.get("/api/v2/incidents/unresolved.json").json()["incidents"]

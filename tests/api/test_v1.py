@@ -125,7 +125,11 @@ def test_it_filters_orders_and_paginates_incidents(anon: Client, world: World) -
     assert ids("started_after=2026-01-01T00:00:00Z&started_before=2026-02-01T00:00:00Z") == [
         world.drafted.public_id
     ]
-    assert ids("ordering=started_at") == [world.outage.public_id, world.drafted.public_id, world.ongoing.public_id]
+    assert ids("ordering=started_at") == [
+        world.outage.public_id,
+        world.drafted.public_id,
+        world.ongoing.public_id,
+    ]
     assert ids("") == [world.ongoing.public_id, world.drafted.public_id, world.outage.public_id]
     page = anon.get("/api/v1/incidents/?page_size=1&page=2").json()
     assert page["count"] == 3
@@ -161,7 +165,11 @@ def test_it_lists_maintenance_separately(anon: Client, world: World, staff_api: 
             "scheduled_for": "2030-01-05T10:00:00Z",
             "scheduled_until": "2030-01-05T12:00:00Z",
             "windows": [
-                {"product": "cloud-storage", "level": "under_maintenance", "started_at": "2030-01-05T10:00:00Z"}
+                {
+                    "product": "cloud-storage",
+                    "level": "under_maintenance",
+                    "started_at": "2030-01-05T10:00:00Z",
+                }
             ],
         },
     )
@@ -301,7 +309,9 @@ def test_it_posts_updates_resolves_and_publishes_through_the_services(
     assert updated.json()["status"] == "identified"
     assert updated.json()["updates"][0]["body_html"] == "<p>Bad <strong>disk</strong> pool.</p>"
 
-    resolved = post(staff_api, f"{base}/resolve/", {"body": "Recovered.", "resolved_at": "2026-10-09T16:46:00Z"})
+    resolved = post(
+        staff_api, f"{base}/resolve/", {"body": "Recovered.", "resolved_at": "2026-10-09T16:46:00Z"}
+    )
     assert resolved.status_code == 200
     world.ongoing.refresh_from_db()
     assert world.ongoing.status == "resolved"
@@ -329,10 +339,14 @@ def test_it_schedules_and_ends_maintenance(anon: Client, staff_api: Client, worl
         {"title": "Network maintenance", "scheduled_for": "2024-12-01T01:00:00Z", "scheduled_until": "2024-12-01T03:00:00Z"},
     ).json()  # fmt: skip
     url = f"/api/v1/maintenance/{created['id']}"
-    assert post(staff_api, f"{url}/updates/", {"status": "in_progress", "body": "Started."}).status_code == 201
+    assert (
+        post(staff_api, f"{url}/updates/", {"status": "in_progress", "body": "Started."}).status_code == 201
+    )
     active = anon.get("/api/v2/scheduled-maintenances/active.json").json()["scheduled_maintenances"]
     assert [m["id"] for m in active] == [created["id"]]
-    wrong = assert_error(post(staff_api, f"{url}/updates/", {"status": "monitoring", "body": "x"}), 400, "invalid")
+    wrong = assert_error(
+        post(staff_api, f"{url}/updates/", {"status": "monitoring", "body": "x"}), 400, "invalid"
+    )
     assert "status" in wrong["fields"]
     done = post(staff_api, f"{url}/complete/", {"body": "All done."})
     assert done.status_code == 200
@@ -363,15 +377,21 @@ def test_it_reports_service_validation_errors_per_field(staff_api: Client, world
     )
     assert error["fields"] == {"ended_at": ["The end must not be before the start."]}
     nested = assert_error(
-        post(staff_api, "/api/v1/incidents/", {"title": "x", "windows": [{"product": "nope", "level": "bad"}]}),
+        post(
+            staff_api, "/api/v1/incidents/", {"title": "x", "windows": [{"product": "nope", "level": "bad"}]}
+        ),
         400,
         "invalid",
     )
     assert {"windows.0.product", "windows.0.level", "windows.0.started_at"} <= set(nested["fields"])
-    header = assert_error(post(staff_api, "/api/v1/incidents/", {"title": "Line\r\nBcc: x@example.org"}), 400, "invalid")
+    header = assert_error(
+        post(staff_api, "/api/v1/incidents/", {"title": "Line\r\nBcc: x@example.org"}), 400, "invalid"
+    )
     assert "title" in header["fields"]
     assert_error(
-        staff_api.post("/api/v1/incidents/", data="{not json", content_type="application/json"), 400, "parse_error"
+        staff_api.post("/api/v1/incidents/", data="{not json", content_type="application/json"),
+        400,
+        "parse_error",
     )
     assert _snapshot() == before
 
@@ -379,11 +399,19 @@ def test_it_reports_service_validation_errors_per_field(staff_api: Client, world
 def test_it_keeps_action_items_staff_only(
     anon: Client, user_api: Client, staff_api: Client, world: World
 ) -> None:
-    post(staff_api, "/api/v1/action-items/", {"incident": world.outage.public_id, "title": "Alert on router load"})
+    post(
+        staff_api,
+        "/api/v1/action-items/",
+        {"incident": world.outage.public_id, "title": "Alert on router load"},
+    )
     assert_error(anon.get("/api/v1/action-items/"), 401, "not_authenticated")
     assert_error(user_api.get("/api/v1/action-items/"), 403, "permission_denied")
     items = staff_api.get(f"/api/v1/action-items/?incident={world.outage.public_id}").json()["results"]
-    assert [(i["title"], i["status"], i["is_public"]) for i in items] == [("Alert on router load", "open", False)]
+    assert [(i["title"], i["status"], i["is_public"]) for i in items] == [
+        ("Alert on router load", "open", False)
+    ]
     assert_error(anon.get(f"/api/v1/action-items/{items[0]['id']}/"), 401, "not_authenticated")
-    assert staff_api.get(f"/api/v1/action-items/{items[0]['id']}/").json()["incident"] == world.outage.public_id
+    assert (
+        staff_api.get(f"/api/v1/action-items/{items[0]['id']}/").json()["incident"] == world.outage.public_id
+    )
     assert_error(staff_api.get("/api/v1/action-items/?ordering=title"), 400, "invalid")

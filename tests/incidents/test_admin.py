@@ -287,6 +287,15 @@ def test_it_runs_an_incident_end_to_end(staff_client: Any, alice: Any, catalogue
     twice = staff_client.post(incident_url("report_preview", incident), {"_publish": "1"})
     assert "already published" in twice.content.decode()
 
+    # 6. A typo fixed after publishing: the report stays published.
+    data = form_data(staff_client.get(incident_url("change", incident)), "incident_form")
+    assert "report-0-status" not in data
+    data["report-0-root_cause"] = "A bad configuration push to the load balancer."
+    assert staff_client.post(incident_url("change", incident), data).status_code == 302
+    report.refresh_from_db()
+    assert report.root_cause == "A bad configuration push to the load balancer."
+    assert report.is_published
+
 
 # --- Validation errors show and save nothing ---------------------------------------------------
 
@@ -366,6 +375,35 @@ def test_it_refuses_a_status_that_does_not_fit_the_kind(staff_client: Any, catal
     assert not ImpactWindow.objects.exists()
 
 
+def test_it_schedules_and_completes_a_maintenance(staff_client: Any, catalogue: dict[str, Any]) -> None:
+    data = add_form_with_two_windows(staff_client, catalogue)
+    data.update(
+        {
+            "title": "Storage maintenance in us-east1",
+            "kind": "maintenance",
+            **split("started_at", None),
+            **split("detected_at", None),
+            **split("scheduled_for", T0),
+            **split("scheduled_until", T0 + timedelta(hours=2)),
+            "windows-TOTAL_FORMS": "1",
+            "windows-0-level": Level.UNDER_MAINTENANCE,
+        }
+    )
+    assert staff_client.post(ADD_URL, data).status_code == 302
+    maintenance = Incident.objects.get()
+    assert (maintenance.kind, maintenance.status, maintenance.started_at) == ("maintenance", "scheduled", T0)
+    page = staff_client.get(incident_url("change", maintenance)).content.decode()
+    assert ">Complete<" in page
+    url = incident_url("post_update", maintenance)
+    choices = form_data(staff_client.get(url))
+    assert staff_client.post(url, {**choices, "status": "in_progress", "body": "Started."}).status_code == 302
+    response = staff_client.post(incident_url("resolve", maintenance), {"body": "", "resolved_at": ""})
+    assert response.status_code == 302
+    maintenance.refresh_from_db()
+    assert maintenance.status == Status.COMPLETED
+    assert maintenance.windows.get().ended_at == maintenance.resolved_at
+
+
 def test_it_refuses_to_publish_the_report_of_an_unresolved_incident(
     staff_client: Any, catalogue: dict[str, Any]
 ) -> None:
@@ -378,6 +416,11 @@ def test_it_refuses_to_publish_the_report_of_an_unresolved_incident(
     assert incident.status == Status.INVESTIGATING
     assert IncidentReport.objects.get().status == IncidentReport.Status.DRAFT
     assert IncidentReport.objects.get().published_at is None
+    # The list action refuses it the same way.
+    action = {"action": "publish_reports", "_selected_action": [str(incident.pk)]}
+    listing = staff_client.post("/admin/incidents/incident/", action, follow=True)
+    assert "Resolve the incident before publishing its report." in listing.content.decode()
+    assert IncidentReport.objects.get().status == IncidentReport.Status.DRAFT
 
 
 def test_it_refuses_a_double_submitted_filing(staff_client: Any, catalogue: dict[str, Any]) -> None:
@@ -405,9 +448,11 @@ def test_it_refuses_a_double_submitted_update(staff_client: Any, catalogue: dict
     assert again.status_code == 200
     assert "it was not posted a second time" in again.content.decode()
     assert incident.updates.filter(body="Cause found.").count() == 1
-    # A different update right after is news, not a duplicate.
-    assert staff_client.post(url, {**data, "body": "Fix deploying."}).status_code == 302
+    # A different update right after is news, not a duplicate; it may be backdated.
+    backdated = {**data, "body": "Fix deploying.", "display_at": "2026-10-08T09:30"}
+    assert staff_client.post(url, backdated).status_code == 302
     assert incident.updates.count() == 3
+    assert incident.updates.get(body="Fix deploying.").display_at == utc(2026, 10, 8, 9, 30)
 
 
 def test_it_refuses_postmortem_and_statuses_of_the_other_kind_in_post_update(
@@ -645,3 +690,33 @@ def test_it_shows_product_status_and_guards_the_location_tree(
     )
     assert response.status_code == 302
     assert Location.objects.get(name="us-east1-b").parent == catalogue["region"]
+
+
+def test_it_files_and_edits_action_items_in_their_own_admin(
+    staff_client: Any, alice: Any, catalogue: dict[str, Any]
+) -> None:
+    incident = make_incident(product=catalogue["storage"], start=T0)
+    url = "/admin/incidents/actionitem/add/"
+    data = {
+        **form_data(staff_client.get(url), "actionitem_form"),
+        "incident": str(incident.pk),
+        "title": "Bad\x0btitle",
+        "type": "repair",
+        "priority": "P0",
+        "status": "open",
+    }
+    response = staff_client.post(url, data)
+    assert response.status_code == 200
+    assert "Line breaks and control characters are not allowed." in response.content.decode()
+    assert not ActionItem.objects.exists()
+
+    assert staff_client.post(url, {**data, "title": "Repair the rollback tool"}).status_code == 302
+    item = ActionItem.objects.get()
+    assert (item.incident, item.priority, item.type) == (incident, "P0", "repair")
+
+    change_url = f"/admin/incidents/actionitem/{item.pk}/change/"
+    data = {**form_data(staff_client.get(change_url), "actionitem_form"), "status": "done"}
+    assert staff_client.post(change_url, data).status_code == 302
+    item.refresh_from_db()
+    assert item.status == ActionItem.Status.DONE
+    assert item.incident == incident

@@ -39,17 +39,21 @@ def broker(redis_url: str) -> Iterator[redis.Redis]:
         "task_always_eager": app.conf.task_always_eager,
         "broker_transport_options": app.conf.broker_transport_options,
     }
-    app.conf.broker_url = redis_url
+    app.conf.broker_url = redis_url  # type: ignore[misc]
     app.conf.task_always_eager = False
-    app.conf.broker_transport_options = {"visibility_timeout": 30, "socket_connect_timeout": 1, "socket_timeout": 2}
-    app._pool = None  # connections are pooled per broker URL: drop the memory:// ones
-    app.amqp._producer_pool = None
+    app.conf.broker_transport_options = {
+        "visibility_timeout": 30,
+        "socket_connect_timeout": 1,
+        "socket_timeout": 2,
+    }
+    app._pool = None  # type: ignore[attr-defined]  # connections are pooled per broker URL: drop the memory:// ones
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
     try:
         yield client
     finally:
         for key, value in saved.items():
             setattr(app.conf, key, value)
-        app._pool = None
-        app.amqp._producer_pool = None
+        app._pool = None  # type: ignore[attr-defined]
+        app.amqp._producer_pool = None  # type: ignore[attr-defined]
         client.flushdb()
         client.close()

@@ -42,7 +42,7 @@ class Received:
 
     @property
     def header_names(self) -> list[str]:
-        return [name.lower() for name in self.message.keys()]
+        return [name.lower() for name in self.message]
 
 
 @dataclass
@@ -60,13 +60,17 @@ class SinkHandler:
     in_rcpt: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    async def handle_EHLO(self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]) -> list[str]:
+    async def handle_EHLO(
+        self, server: Any, session: Any, envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
         with self.lock:
             self.connections += 1
         session.host_name = hostname
         return responses
 
-    async def handle_MAIL(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+    async def handle_MAIL(
+        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
+    ) -> str:
         with self.lock:
             self.mail_commands += 1
             reply = self.mail_reply
@@ -76,7 +80,9 @@ class SinkHandler:
         envelope.mail_options.extend(options)
         return "250 OK"
 
-    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
+    ) -> str:
         refused = self.refuse_rcpt.get(address.lower())
         if refused:
             return refused

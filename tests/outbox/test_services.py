@@ -51,7 +51,9 @@ def recorded() -> Iterator[dict[str, list[int]]]:
     services._handlers.pop("test", None)
 
 
-def test_it_delivers_once_after_commit_with_stable_message_id(smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_delivers_once_after_commit_with_stable_message_id(
+    smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         message = _enqueue()
         assert smtp.handler.snapshot() == []  # nothing leaves before the commit
@@ -83,11 +85,17 @@ def test_it_delivers_once_after_commit_with_stable_message_id(smtp: SmtpSink, re
     assert len(smtp.handler.snapshot()) == 1
 
 
-def test_it_sends_nothing_when_the_callers_transaction_rolls_back(smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_sends_nothing_when_the_callers_transaction_rolls_back(
+    smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     class Boom(Exception):
         pass
 
-    with django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(Boom), transaction.atomic():
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(Boom),
+        transaction.atomic(),
+    ):
         _enqueue()
         raise Boom
     assert callbacks == []
@@ -121,7 +129,9 @@ def test_it_refuses_header_injection_and_bad_input(kw: dict[str, Any], field: st
     assert smtp.handler.snapshot() == []
 
 
-def test_it_keeps_allowed_headers_and_adds_no_other(smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_keeps_allowed_headers_and_adds_no_other(
+    smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
         _enqueue(headers={"List-Unsubscribe": "<https://status.example/u/abc>", "X-Notice": "42"})
     got = smtp.handler.wait_for(1)[0]
@@ -131,7 +141,9 @@ def test_it_keeps_allowed_headers_and_adds_no_other(smtp: SmtpSink, django_captu
     assert got.header_names.count("to") == 1
 
 
-def test_it_fails_at_once_on_550_and_tells_the_handler(smtp: SmtpSink, recorded, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_fails_at_once_on_550_and_tells_the_handler(
+    smtp: SmtpSink, recorded, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     smtp.handler.refuse_rcpt["gone@example.com"] = "550 5.1.1 No such user"
     with django_capture_on_commit_callbacks(execute=True):
         message = _enqueue(to=["gone@example.com"])
@@ -142,10 +154,16 @@ def test_it_fails_at_once_on_550_and_tells_the_handler(smtp: SmtpSink, recorded,
     assert smtp.handler.snapshot() == []
     assert recorded == {"sent": [], "failed": [message.pk]}
     attempt = DeliveryAttempt.objects.get(message=message)
-    assert (attempt.outcome, attempt.status_code, attempt.retry_delay) == (AttemptOutcome.PERMANENT, 550, None)
+    assert (attempt.outcome, attempt.status_code, attempt.retry_delay) == (
+        AttemptOutcome.PERMANENT,
+        550,
+        None,
+    )
 
 
-def test_it_retries_451_with_jittered_backoff_then_delivers_once(smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_retries_451_with_jittered_backoff_then_delivers_once(
+    smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_RETRY_BASE_DELAY = 0.02
     settings.OUTBOX_RETRY_MAX_DELAY = 0.05
     smtp.handler.mail_reply = "451 4.3.0 Try again later"
@@ -177,7 +195,9 @@ def test_it_retries_451_with_jittered_backoff_then_delivers_once(smtp: SmtpSink,
     assert all(d is not None and 0 <= d <= 0.05 for d in delays)
 
 
-def test_it_gives_up_after_the_budget_with_bounded_connections(smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_gives_up_after_the_budget_with_bounded_connections(
+    smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_MAX_ATTEMPTS = 3
     settings.OUTBOX_RETRY_BASE_DELAY = 0.0
     settings.OUTBOX_RETRY_MAX_DELAY = 0.0
@@ -217,7 +237,9 @@ def test_it_backs_off_exponentially_with_full_jitter_under_the_cap(settings) -> 
         assert len(set(samples)) == 200
 
 
-def test_it_sweeps_lost_enqueues_expired_leases_and_exhausted_rows(smtp: SmtpSink, recorded, settings) -> None:  # type: ignore[no-untyped-def]
+def test_it_sweeps_lost_enqueues_expired_leases_and_exhausted_rows(
+    smtp: SmtpSink, recorded, settings
+) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_SWEEP_GRACE_SECONDS = 60
     now = timezone.now()
     # Committed but never enqueued (the web process died after commit).
@@ -249,14 +271,14 @@ def test_it_sweeps_lost_enqueues_expired_leases_and_exhausted_rows(smtp: SmtpSin
     assert sorted(recorded["sent"]) == sorted([lost.pk, crashed.pk])
     assert recorded["failed"] == [poison.pk]
     assert len(smtp.handler.snapshot()) == 2
-    crashed_attempts = list(
-        DeliveryAttempt.objects.filter(message=crashed).values_list("outcome", flat=True)
-    )
+    crashed_attempts = list(DeliveryAttempt.objects.filter(message=crashed).values_list("outcome", flat=True))
     assert crashed_attempts == [AttemptOutcome.LOST, AttemptOutcome.SENT]
     assert "worker lost" in OutboundMessage.objects.get(pk=poison.pk).last_error
 
 
-def test_it_keeps_a_message_sent_when_the_handler_breaks(smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_keeps_a_message_sent_when_the_handler_breaks(
+    smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     def broken(message: OutboundMessage) -> None:
         OutboundMessage.objects.filter(pk=message.pk).update(ref="changed-by-handler")
         raise RuntimeError("handler bug")
@@ -274,7 +296,9 @@ def test_it_keeps_a_message_sent_when_the_handler_breaks(smtp: SmtpSink, django_
     assert len(smtp.handler.snapshot()) == 1
 
 
-def test_it_retries_and_cancels_from_staff_actions(smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_retries_and_cancels_from_staff_actions(
+    smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     smtp.handler.refuse_rcpt["gone@example.com"] = "550 5.1.1 No such user"
     with django_capture_on_commit_callbacks(execute=True):
         failed = _enqueue("a", to=["gone@example.com"])
@@ -294,7 +318,9 @@ def test_it_retries_and_cancels_from_staff_actions(smtp: SmtpSink, django_captur
         services.message_cancel(message=failed)
 
 
-def test_it_shows_failed_messages_to_staff_only(smtp: SmtpSink, client, staff_client, bob, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_shows_failed_messages_to_staff_only(
+    smtp: SmtpSink, client, staff_client, bob, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     smtp.handler.refuse_rcpt["gone@example.com"] = "550 5.1.1 No such user"
     with django_capture_on_commit_callbacks(execute=True):
         message = _enqueue(to=["gone@example.com"])
@@ -315,7 +341,7 @@ class _Receiver(BaseHTTPRequestHandler):
     requests: list[tuple[dict[str, str], bytes]] = []
     status = 200
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         type(self).requests.append((dict(self.headers), body))
         self.send_response(type(self).status)
@@ -341,7 +367,11 @@ def receiver(settings) -> Iterator[type[_Receiver]]:  # type: ignore[no-untyped-
 def test_it_posts_signed_webhooks(receiver, recorded, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     with django_capture_on_commit_callbacks(execute=True):
         message = services.webhook_enqueue(
-            key="w1", url=receiver.url, payload={"event": "incident.resolved", "id": 3}, secret="s3cret", purpose="test"
+            key="w1",
+            url=receiver.url,
+            payload={"event": "incident.resolved", "id": 3},
+            secret="s3cret",
+            purpose="test",
         )
     message.refresh_from_db()
     assert message.state == MessageState.SENT
@@ -356,8 +386,12 @@ def test_it_posts_signed_webhooks(receiver, recorded, django_capture_on_commit_c
     assert recorded["sent"] == [message.pk]
 
 
-@pytest.mark.parametrize("status, state", [(503, MessageState.PENDING), (429, MessageState.PENDING), (410, MessageState.FAILED)])
-def test_it_classifies_webhook_answers(receiver, status: int, state: str, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "status, state", [(503, MessageState.PENDING), (429, MessageState.PENDING), (410, MessageState.FAILED)]
+)
+def test_it_classifies_webhook_answers(
+    receiver, status: int, state: str, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     receiver.status = status
     with django_capture_on_commit_callbacks(execute=True):
         message = services.webhook_enqueue(key="w", url=receiver.url, payload={}, secret="s")
@@ -367,7 +401,9 @@ def test_it_classifies_webhook_answers(receiver, status: int, state: str, django
     assert DeliveryAttempt.objects.get(message=message).status_code == status
 
 
-def test_it_refuses_private_webhook_targets_unless_allowed(settings, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_refuses_private_webhook_targets_unless_allowed(
+    settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     settings.WEBHOOK_ALLOW_PRIVATE = False
     with django_capture_on_commit_callbacks(execute=True):
         message = services.webhook_enqueue(key="p", url="http://127.0.0.1:9/hook", payload={}, secret="s")
@@ -376,7 +412,10 @@ def test_it_refuses_private_webhook_targets_unless_allowed(settings, django_capt
     assert "private or loopback" in message.last_error
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/x", "javascript:alert(1)", "http://user:pw@example.com/", "http://exa\r\nmple.com/"])
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://example.com/x", "javascript:alert(1)", "http://user:pw@example.com/", "http://exa\r\nmple.com/"],
+)
 def test_it_refuses_bad_webhook_urls(url: str) -> None:
     with pytest.raises(ValidationError):
         services.webhook_enqueue(key="u", url=url, payload={}, secret="s")

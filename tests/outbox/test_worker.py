@@ -20,7 +20,9 @@ from tests.outbox.worker import running_worker, worker_env
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
-def _enqueue_batch(n: int, prefix: str = "m", to: Callable[[int], str] | None = None) -> list[OutboundMessage]:
+def _enqueue_batch(
+    n: int, prefix: str = "m", to: Callable[[int], str] | None = None
+) -> list[OutboundMessage]:
     return [
         services.email_enqueue(
             key=f"{prefix}-{i}",
@@ -57,18 +59,24 @@ def _assert_exactly_once(smtp: SmtpSink, messages: list[OutboundMessage]) -> Non
     assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
 
 
-def test_it_delivers_each_message_exactly_once(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+def test_it_delivers_each_message_exactly_once(
+    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+) -> None:
     messages = _enqueue_batch(20)
     assert broker.llen("celery") == 20  # enqueued after each commit
     with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 20 and _all_final()), f"{_states()}\n{worker.log()}"
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 20 and _all_final()), (
+            f"{_states()}\n{worker.log()}"
+        )
         time.sleep(3)  # several sweeps later: nothing is sent again
     _assert_exactly_once(smtp, messages)
     assert smtp.handler.connections == 20
     assert DeliveryAttempt.objects.filter(outcome=AttemptOutcome.SENT).count() == 20
 
 
-def test_it_survives_a_sigkill_mid_batch(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+def test_it_survives_a_sigkill_mid_batch(
+    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+) -> None:
     # Each delivery stalls in RCPT, before any of the message is transmitted, so the
     # kill below lands where a lost message would be lost, not where a duplicate is legal.
     smtp.handler.rcpt_delay = 0.3
@@ -83,7 +91,9 @@ def test_it_survives_a_sigkill_mid_batch(postgres, broker: redis.Redis, redis_ur
         stranded = OutboundMessage.objects.filter(state=MessageState.SENDING).count()
         assert stranded == 1  # the one the killed worker held, lease still running
         worker.start()
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 12 and _all_final(), timeout=60), f"{_states()}\n{worker.log()}"
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 12 and _all_final(), timeout=60), (
+            f"{_states()}\n{worker.log()}"
+        )
         time.sleep(3)
     _assert_exactly_once(smtp, messages)
     lost = DeliveryAttempt.objects.filter(outcome=AttemptOutcome.LOST)
@@ -92,32 +102,40 @@ def test_it_survives_a_sigkill_mid_batch(postgres, broker: redis.Redis, redis_ur
     assert reclaimed.attempts == 2
 
 
-def test_it_delivers_everything_after_redis_loses_the_queue(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+def test_it_delivers_everything_after_redis_loses_the_queue(
+    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+) -> None:
     messages = _enqueue_batch(10)
     assert broker.llen("celery") == 10
     broker.flushdb()  # Redis restarted with an empty dataset: every queued task is gone
     assert broker.llen("celery") == 0
     with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
         # Only the beat-driven sweeper can know about these rows now.
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 10 and _all_final()), f"{_states()}\n{worker.log()}"
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 10 and _all_final()), (
+            f"{_states()}\n{worker.log()}"
+        )
         time.sleep(3)
     _assert_exactly_once(smtp, messages)
 
 
-def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, settings) -> None:  # type: ignore[no-untyped-def]
+def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(
+    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, settings
+) -> None:  # type: ignore[no-untyped-def]
     # The budget is stamped on each row when it is queued (here, in the test process).
     settings.OUTBOX_MAX_ATTEMPTS = 12
     smtp.handler.mail_reply = "451 4.3.0 Temporary local problem, try again later"
     messages = _enqueue_batch(5)
     env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
     with running_worker(env) as worker:
-        time.sleep(2.5)
+        time.sleep(1.5)
         assert smtp.handler.snapshot() == []
         during_outage = smtp.handler.connections
         assert during_outage >= 5  # everyone tried at least once ...
         assert during_outage <= 5 * 12  # ... and the budget bounds the attempts
         smtp.handler.mail_reply = None
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 5 and _all_final()), f"{_states()}\n{worker.log()}"
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 5 and _all_final()), (
+            f"{_states()}\n{worker.log()}"
+        )
         time.sleep(2)
     _assert_exactly_once(smtp, messages)
     attempts = sum(OutboundMessage.objects.values_list("attempts", flat=True))
@@ -130,11 +148,15 @@ def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(postgres, bro
     assert len(set(delays)) == len(delays)  # jittered: no two retries wait the same
 
 
-def test_it_fails_a_refused_recipient_once_and_delivers_the_rest(postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink) -> None:
+def test_it_fails_a_refused_recipient_once_and_delivers_the_rest(
+    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+) -> None:
     smtp.handler.refuse_rcpt["customer1@example.com"] = "550 5.1.1 Mailbox unavailable"
     messages = _enqueue_batch(3)
     with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 2 and _all_final()), f"{_states()}\n{worker.log()}"
+        assert _wait(lambda: len(smtp.handler.snapshot()) >= 2 and _all_final()), (
+            f"{_states()}\n{worker.log()}"
+        )
         time.sleep(3)  # sweeps pass: a failed row stays failed
     refused = OutboundMessage.objects.get(idempotency_key="m-1")
     assert refused.state == MessageState.FAILED

@@ -43,7 +43,9 @@ def database_url() -> str:
         raise RuntimeError("a worker subprocess needs PostgreSQL")
     user = db.get("USER") or "postgres"
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    return (
+        f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+    )
 
 
 def worker_env(*, redis_url: str, smtp_port: int, **overrides: str) -> dict[str, str]:

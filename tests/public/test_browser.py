@@ -106,7 +106,9 @@ def test_it_renders_public_pages_without_errors(
         context.close()
 
 
-def test_it_shows_the_incident_facts_in_the_browser(browser: Any, live_server: Any, demo: dict[str, str]) -> None:
+def test_it_shows_the_incident_facts_in_the_browser(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
     context, page = _open(browser, viewport="desktop", js=False)
     try:
         page.goto(live_server.url + demo["incident"])
@@ -150,7 +152,9 @@ def _summary(indicator: str, description: str, components: list[dict[str, Any]])
     )
 
 
-def test_it_refreshes_statuses_from_the_summary_api(browser: Any, live_server: Any, demo: dict[str, str]) -> None:
+def test_it_refreshes_statuses_from_the_summary_api(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
     from incidents.models import Product
 
     gmail = Product.objects.get(slug="gmail")
@@ -182,7 +186,9 @@ def test_it_refreshes_statuses_from_the_summary_api(browser: Any, live_server: A
         context.close()
 
 
-def test_it_keeps_the_page_when_the_summary_api_fails(browser: Any, live_server: Any, demo: dict[str, str]) -> None:
+def test_it_keeps_the_page_when_the_summary_api_fails(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
     context, page = _open(browser, viewport="desktop", js=True)
     # The browser itself logs the failed request; the script must add nothing to it.
     problems = PageProblems(page, ignore=("Failed to load resource",))

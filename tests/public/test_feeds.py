@@ -23,7 +23,10 @@ def incidents():  # type: ignore[no-untyped-def]
         gmail = make_product("Gmail")
         hidden_product = make_product("Internal Billing", is_public=False)
         resolved = make_incident(
-            title="Gmail web interface unavailable", product=gmail, start=utc(2009, 9, 1, 19, 45), end=utc(2009, 9, 1, 21, 15)
+            title="Gmail web interface unavailable",
+            product=gmail,
+            start=utc(2009, 9, 1, 19, 45),
+            end=utc(2009, 9, 1, 21, 15),
         )
         ongoing = make_incident(title="Gmail delivery delays", product=gmail, start=NOW - timedelta(hours=1))
         services.incident_post_update(
@@ -39,7 +42,10 @@ def incidents():  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(("url", "version"), [("/history.atom", "atom10"), ("/history.rss", "rss20")])
 def test_it_serves_a_valid_feed_with_one_entry_per_public_incident(
-    client: Client, incidents, url: str, version: str  # type: ignore[no-untyped-def]
+    client: Client,
+    incidents,
+    url: str,
+    version: str,  # type: ignore[no-untyped-def]
 ) -> None:
     with freeze_time(NOW):
         response = client.get(url)

@@ -40,9 +40,14 @@ def test_it_shows_the_banner_and_each_product_status(client: Client) -> None:
     gmail = make_product("Gmail", group=workspace)
     drive = make_product("Google Drive", group=workspace, position=1)
     storage = make_product("Cloud Storage")
-    make_incident(title="Gmail is slow", product=gmail, start=NOW - timedelta(hours=1), level=Level.PARTIAL_OUTAGE)
     make_incident(
-        title="Old Drive outage", product=drive, start=NOW - timedelta(days=2), end=NOW - timedelta(days=2, hours=-1)
+        title="Gmail is slow", product=gmail, start=NOW - timedelta(hours=1), level=Level.PARTIAL_OUTAGE
+    )
+    make_incident(
+        title="Old Drive outage",
+        product=drive,
+        start=NOW - timedelta(days=2),
+        end=NOW - timedelta(days=2, hours=-1),
     )
 
     html = text(client.get("/"))
@@ -53,7 +58,11 @@ def test_it_shows_the_banner_and_each_product_status(client: Client) -> None:
     assert re.search(r'data-component-name="Google Drive">.*?status--operational.*?Operational', html, re.S)
     assert re.search(r'data-component-name="Cloud Storage">.*?Operational', html, re.S)
     # Grouped: the group heading, and ungrouped products under "Other services" after it.
-    assert html.index("Google Workspace") < html.index("Other services") < html.index('data-component-name="Cloud Storage"')
+    assert (
+        html.index("Google Workspace")
+        < html.index("Other services")
+        < html.index('data-component-name="Cloud Storage"')
+    )
     # The active incident with its latest update.
     assert "Active incidents" in html and "Gmail is slow" in html
     active = html.split("Active incidents")[1].split('id="products-title"')[0]
@@ -63,7 +72,9 @@ def test_it_shows_the_banner_and_each_product_status(client: Client) -> None:
 
 def test_it_says_all_systems_operational_when_nothing_is_open(client: Client) -> None:
     gmail = make_product("Gmail")
-    make_incident(title="Past", product=gmail, start=NOW - timedelta(days=3), end=NOW - timedelta(days=3, minutes=-30))
+    make_incident(
+        title="Past", product=gmail, start=NOW - timedelta(days=3), end=NOW - timedelta(days=3, minutes=-30)
+    )
     html = text(client.get("/"))
     assert "All Systems Operational" in html
     assert "Active incidents" not in html
@@ -131,7 +142,9 @@ def test_it_counts_overlapping_windows_once_in_the_uptime(client: Client) -> Non
     # 10:00-14:00 is covered by three windows: four hours of major outage, counted once.
     assert row.uptime.downtime_minutes == 240
     period = row.uptime.period_minutes
-    assert row.uptime.percent == ((period - 240) / period * 100).quantize(row.uptime.percent, rounding=ROUND_DOWN)
+    assert row.uptime.percent == ((period - 240) / period * 100).quantize(
+        row.uptime.percent, rounding=ROUND_DOWN
+    )
     html = text(client.get("/"))
     assert f"{row.uptime.percent}" in html
 
@@ -144,7 +157,10 @@ def mixed():  # type: ignore[no-untyped-def]
     gmail = make_product("Gmail")
     secret_product = make_product("Internal Billing", is_public=False)
     public = make_incident(
-        title="Public outage", product=gmail, start=NOW - timedelta(days=5), end=NOW - timedelta(days=5, hours=-1)
+        title="Public outage",
+        product=gmail,
+        start=NOW - timedelta(days=5),
+        end=NOW - timedelta(days=5, hours=-1),
     )
     add_window(public, secret_product, NOW - timedelta(days=5), NOW - timedelta(days=5, hours=-1))
     Incident.objects.filter(pk=public.pk).update(internal_notes="TOPSECRET-NOTE")
@@ -153,7 +169,10 @@ def mixed():  # type: ignore[no-untyped-def]
         title="Staff-only incident", product=gmail, start=NOW - timedelta(hours=2), is_public=False
     )
     private_only = make_incident(
-        title="Billing export delayed", product=secret_product, start=NOW - timedelta(days=1), end=NOW - timedelta(hours=20)
+        title="Billing export delayed",
+        product=secret_product,
+        start=NOW - timedelta(days=1),
+        end=NOW - timedelta(hours=20),
     )
     return {"public": public, "hidden": hidden, "private_only": private_only, "gmail": gmail}
 
@@ -193,7 +212,9 @@ def test_it_lets_staff_preview_a_non_public_incident(staff_client: Client, mixed
 
 def test_it_shows_the_published_report_and_public_action_items(client: Client) -> None:
     gmail = make_product("Gmail")
-    incident = make_incident(title="Outage", product=gmail, start=utc(2026, 11, 2, 10), end=utc(2026, 11, 2, 11))
+    incident = make_incident(
+        title="Outage", product=gmail, start=utc(2026, 11, 2, 10), end=utc(2026, 11, 2, 11)
+    )
     services.action_item_create(incident=incident, title="Add request-router headroom", is_public=True)
     services.action_item_create(incident=incident, title="Private follow-up PRIVATE-ITEM", is_public=False)
     publish_report(
@@ -232,7 +253,9 @@ def test_it_shows_the_timeline_newest_first_with_times(client: Client) -> None:
 
 def test_it_pages_the_history_by_month(client: Client) -> None:
     gmail = make_product("Gmail")
-    make_incident(title="Gmail 2009", product=gmail, start=utc(2009, 9, 1, 19, 45), end=utc(2009, 9, 1, 21, 15))
+    make_incident(
+        title="Gmail 2009", product=gmail, start=utc(2009, 9, 1, 19, 45), end=utc(2009, 9, 1, 21, 15)
+    )
     # 23:30 PST on 31 October? No: 1 Nov 06:30 UTC is 23:30 PDT on 31 Oct: an October incident.
     make_incident(title="Halloween", product=gmail, start=utc(2026, 11, 1, 6, 30), end=utc(2026, 11, 1, 7))
     make_incident(title="November", product=gmail, start=utc(2026, 11, 20, 10), end=utc(2026, 11, 20, 11))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -19,13 +20,10 @@ from incidents.uptime import (
     Span,
     Weights,
 )
+from tests.builders import utc
 
 PACIFIC = ZoneInfo("US/Pacific")
 W = Weights()  # 1 x major + 0.3 x partial, the Statuspage rule
-
-
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
 
 
 START = utc(2026, 10, 1)
@@ -134,7 +132,9 @@ def test_it_ignores_windows_that_have_not_started() -> None:
     now = utc(2026, 10, 1, 12)
     future = [Span(UNDER_MAINTENANCE, utc(2026, 10, 1, 20), utc(2026, 10, 1, 22))]
     assert uptime.current_level(future, now=now) == OPERATIONAL
-    (day,) = uptime.day_statuses(future, days=uptime.display_days(last=date(2026, 10, 1), count=1, tz=UTC), now=now, weights=W)
+    (day,) = uptime.day_statuses(
+        future, days=uptime.display_days(last=date(2026, 10, 1), count=1, tz=UTC), now=now, weights=W
+    )
     assert day.level == OPERATIONAL
 
 
@@ -158,7 +158,7 @@ def test_it_makes_consecutive_days_without_gaps() -> None:
     assert len(days) == 90
     assert days[0].date == date(2026, 9, 1)
     assert days[-1].date == date(2026, 11, 29)
-    assert all(a.end == b.start for a, b in zip(days, days[1:], strict=False))
+    assert all(a.end == b.start for a, b in itertools.pairwise(days))
 
 
 def test_it_puts_an_incident_crossing_midnight_in_the_display_zone_on_both_days() -> None:
@@ -189,7 +189,9 @@ def test_it_shows_the_worst_level_of_the_day_and_its_incidents_worst_first() -> 
         Span(MAJOR_OUTAGE, utc(2026, 10, 1, 5), utc(2026, 10, 1, 6), incident_id=2),
         Span(PARTIAL_OUTAGE, utc(2026, 10, 1, 5, 30), utc(2026, 10, 1, 7), incident_id=3),
     ]
-    (day,) = uptime.day_statuses(spans, days=uptime.display_days(last=date(2026, 10, 1), count=1, tz=UTC), now=NOW, weights=W)
+    (day,) = uptime.day_statuses(
+        spans, days=uptime.display_days(last=date(2026, 10, 1), count=1, tz=UTC), now=NOW, weights=W
+    )
     assert day.level == MAJOR_OUTAGE
     assert [(i.incident_id, i.level) for i in day.incidents] == [
         (2, MAJOR_OUTAGE),

@@ -17,7 +17,7 @@ def make_subscriber(
     confirmed: bool = True,
     kind: str = Subscriber.Kind.EMAIL,
     url: str = "",
-    secret: str = "s3cret-for-tests",
+    secret: str = "s3cret-for-tests",  # noqa: S107 - a test fixture value
 ) -> Subscriber:
     chosen = list(products)
     subscriber = Subscriber.objects.create(

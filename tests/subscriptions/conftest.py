@@ -95,7 +95,7 @@ def webhook_receiver() -> Iterator[WebhookReceiver]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -143,17 +143,23 @@ def broker(subs_redis_url: str) -> Iterator[Any]:
         "task_always_eager": app.conf.task_always_eager,
         "broker_transport_options": app.conf.broker_transport_options,
     }
-    app.conf.broker_url = subs_redis_url
-    app.conf.task_always_eager = False
-    app.conf.broker_transport_options = {"visibility_timeout": 30, "socket_connect_timeout": 1, "socket_timeout": 2}
-    app._pool = None  # connections are pooled per broker URL: drop the memory:// ones
-    app.amqp._producer_pool = None
+    conf: Any = app.conf
+    conf.broker_url = subs_redis_url
+    conf.task_always_eager = False
+    conf.broker_transport_options = {
+        "visibility_timeout": 30,
+        "socket_connect_timeout": 1,
+        "socket_timeout": 2,
+    }
+    anyapp: Any = app
+    anyapp._pool = None  # connections are pooled per broker URL: drop the memory:// ones
+    anyapp.amqp._producer_pool = None
     try:
         yield client
     finally:
         for key, value in saved.items():
-            setattr(app.conf, key, value)
-        app._pool = None
-        app.amqp._producer_pool = None
+            setattr(conf, key, value)
+        anyapp._pool = None
+        anyapp.amqp._producer_pool = None
         client.flushdb()
         client.close()

@@ -32,18 +32,23 @@ def items(alice: User, bob: User) -> dict[str, ActionItem]:
         end=utc(2026, 1, 24, 17, 55),
     )
 
-    def item(title: str, due: date | None, owner: User | None = alice, **kw: str) -> ActionItem:
-        return services.action_item_create(incident=incident, title=title, owner=owner, due_date=due, **kw)
+    def item(title: str, due: date | None, owner: User | None = alice, priority: str = "P2") -> ActionItem:
+        return services.action_item_create(
+            incident=incident, title=title, owner=owner, due_date=due, priority=priority
+        )
 
-    return {
+    made = {
         "overdue": item("Cap retries in the spam checker", date(2026, 2, 1), priority="P0"),
         "today": item("Add load shedding to the classifier", date(2026, 2, 10), owner=bob),
         "soon": item("Alert on spam-check failure rate", date(2026, 2, 13)),
         "later": item("Write a runbook for backend overload", date(2026, 3, 1)),
         "undated": item("Review retry budgets across the pipeline", None),
         "unowned": item("Audit banner wording", date(2026, 2, 2), owner=None),
-        "done": item("Roll back the bad config", date(2026, 1, 25), status="done"),
+        "done": item("Roll back the bad config", date(2026, 1, 25)),
     }
+    made["done"].status = ActionItem.Status.DONE
+    made["done"].save(update_fields=["status"])
+    return made
 
 
 def test_it_reminds_owners_once_per_item_per_day(items, django_capture_on_commit_callbacks) -> None:
@@ -105,3 +110,21 @@ def test_the_staff_page_refuses_others(items, client: Client, bob: User) -> None
     client.force_login(bob)
     response = client.get("/staff/action-items/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_public_items_are_listed_on_the_published_report_only(
+    items, client: Client, django_capture_on_commit_callbacks
+) -> None:
+    incident = items["overdue"].incident
+    # Commit callbacks run: they bump the public-state version the page cache keys on.
+    with django_capture_on_commit_callbacks(execute=True):
+        services.action_item_create(incident=incident, title="Publicly promised fix", is_public=True)
+        services.report_save(incident=incident, summary="Retries overloaded the spam checker.")
+    path = f"/incidents/{incident.public_id}/"
+    assert "Publicly promised fix" not in client.get(path).content.decode()  # report still a draft
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.report_publish(incident=incident)
+    body = client.get(path).content.decode()
+    assert "Publicly promised fix" in body
+    assert "Cap retries in the spam checker" not in body  # not flagged public

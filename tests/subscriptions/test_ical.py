@@ -94,9 +94,13 @@ def test_it_lists_upcoming_public_maintenance(client: Client) -> None:
             location=zone,
             summary="Line one.\nLine two with a backslash \\ and a very long sentence " + "é" * 60,
         )
-        finished = _maintenance(gmail, "Finished maintenance", NOW - timedelta(days=2), NOW - timedelta(days=1))
+        finished = _maintenance(
+            gmail, "Finished maintenance", NOW - timedelta(days=2), NOW - timedelta(days=1)
+        )
         services.incident_resolve(incident=finished, resolved_at=NOW - timedelta(days=1))
-        _maintenance(hidden, "Staff-only product maintenance", NOW + timedelta(days=2), NOW + timedelta(days=3))
+        _maintenance(
+            hidden, "Staff-only product maintenance", NOW + timedelta(days=2), NOW + timedelta(days=3)
+        )
         _maintenance(gmail, "Not public", NOW + timedelta(days=2), NOW + timedelta(days=3), is_public=False)
         response = client.get("/maintenance.ics")
 
@@ -110,8 +114,13 @@ def test_it_lists_upcoming_public_maintenance(client: Client) -> None:
     assert event["DTSTART"] == "20260602T120000Z"
     assert event["DTEND"] == "20260602T160000Z"
     assert event["UID"] == f"maintenance-{upcoming.public_id}@testserver"
-    assert event["SUMMARY"] == "Status maintenance: Network upgrade\\; expect brief\\, retried errors\\, in us-central1-b"
-    assert _unescape(event["SUMMARY"]).endswith("Network upgrade; expect brief, retried errors, in us-central1-b")
+    assert (
+        event["SUMMARY"]
+        == "Status maintenance: Network upgrade\\; expect brief\\, retried errors\\, in us-central1-b"
+    )
+    assert _unescape(event["SUMMARY"]).endswith(
+        "Network upgrade; expect brief, retried errors, in us-central1-b"
+    )
     description = _unescape(event["DESCRIPTION"])
     assert description.startswith("Affected: Cloud Storage\n\nLine one.\nLine two with a backslash \\ and")
     assert "é" * 60 in description

@@ -42,7 +42,7 @@ def _schedule(product: Any, *, title: str = "Gmail storage backend upgrade", **k
 
 
 def _subjects() -> list[str]:
-    return [m.subject for m in mail.outbox]
+    return [str(m.subject) for m in mail.outbox]
 
 
 def _tick(capture: Any) -> Any:
@@ -65,7 +65,7 @@ def test_it_runs_a_maintenance_from_reminder_to_completion(
         assert "2026-06-02 10:00 PDT to 2026-06-02 12:00 PDT" in mail.outbox[0].body
 
         clock.move_to(START - timedelta(minutes=61))
-        assert _tick(capture) .reminded == 0
+        assert _tick(capture).reminded == 0
         clock.move_to(START - timedelta(minutes=59))
         assert _tick(capture).reminded == 1
         clock.move_to(START - timedelta(minutes=30))

@@ -73,7 +73,9 @@ def test_it_sends_a_gmail_subscriber_exactly_the_gmail_events(
     make_subscriber("pending@example.com", products=[gmail], confirmed=False)
 
     gmail_incident = _life_cycle(gmail, "Gmail spam checking failures", django_capture_on_commit_callbacks)
-    _life_cycle(cloud_storage, "Cloud Storage elevated errors in us-central1", django_capture_on_commit_callbacks)
+    _life_cycle(
+        cloud_storage, "Cloud Storage elevated errors in us-central1", django_capture_on_commit_callbacks
+    )
 
     got = _by_recipient(smtp)
     subjects = [m["Subject"] for m in got["gmail-fan@example.com"]]
@@ -121,7 +123,9 @@ def test_it_respects_the_notify_flag_and_visibility(
     assert not OutboundMessage.objects.exists()
 
     with django_capture_on_commit_callbacks(execute=True):
-        services.incident_post_update(incident=incident, status=Incident.Status.MONITORING, body="A fix is rolling out.")
+        services.incident_post_update(
+            incident=incident, status=Incident.Status.MONITORING, body="A fix is rolling out."
+        )
     assert [m.message["Subject"] for m in smtp.handler.snapshot()] == ["[Status] Monitoring: Quiet incident"]
 
 
@@ -137,7 +141,9 @@ def test_it_sends_nothing_more_after_one_click_unsubscribe(
 
     # What a mail client does for RFC 8058: POST the fixed body, no cookies, no CSRF.
     mail_client = Client(enforce_csrf_checks=True)
-    response = mail_client.post(url, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
+    response = mail_client.post(
+        url, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 200
     assert not Subscriber.objects.filter(pk=subscriber.pk).exists()
 
@@ -168,7 +174,7 @@ def test_it_rolls_back_notifications_with_the_change(gmail) -> None:
     make_subscriber("gmail-fan@example.com", products=[gmail])
     incident = _open(gmail, "Gmail outage")
     before = OutboundMessage.objects.count()
-    with pytest.raises(Exception):  # noqa: B017, PT011 - any validation error will do
+    with pytest.raises(Exception):  # noqa: B017 - any validation error will do
         services.incident_post_update(incident=incident, status="not-a-status", body="x")
     assert OutboundMessage.objects.count() == before
 

@@ -35,7 +35,9 @@ def _link(body: str, fragment: str) -> str:
     raise AssertionError(f"no link with {fragment!r} in:\n{body}")
 
 
-def test_it_renders_the_subscribe_form_with_public_products_only(client: Client, gmail, cloud_storage) -> None:
+def test_it_renders_the_subscribe_form_with_public_products_only(
+    client: Client, gmail, cloud_storage
+) -> None:
     from tests.builders import make_product
 
     make_product("Internal Billing", is_public=False)
@@ -47,7 +49,9 @@ def test_it_renders_the_subscribe_form_with_public_products_only(client: Client,
     assert 'name="csrfmiddlewaretoken"' in body
 
 
-def test_it_double_opts_in_by_email(client: Client, gmail, cloud_storage, django_capture_on_commit_callbacks) -> None:
+def test_it_double_opts_in_by_email(
+    client: Client, gmail, cloud_storage, django_capture_on_commit_callbacks
+) -> None:
     response = _post_subscribe(
         client, django_capture_on_commit_callbacks, scope="some", products=[str(gmail.pk)]
     )
@@ -69,7 +73,7 @@ def test_it_double_opts_in_by_email(client: Client, gmail, cloud_storage, django
     html = message.alternatives[0][0]  # type: ignore[attr-defined]
     assert "Confirm subscription" in html
 
-    confirm_path = _link(message.body, "/subscribe/confirm/")
+    confirm_path = _link(str(message.body), "/subscribe/confirm/")
     # GET shows a button and changes nothing (mail scanners follow links).
     page = client.get(confirm_path)
     assert page.status_code == 200
@@ -112,8 +116,14 @@ def test_it_answers_known_and_unknown_addresses_alike(
     assert "/subscribe/confirm/" in by_address["unknown@example.com"].body
 
 
-def test_it_refuses_header_injection_and_bad_input(client: Client, django_capture_on_commit_callbacks) -> None:
-    for email in ("eve@example.com\r\nBcc: victim@example.org", "eve@example.com, victim@example.org", "not-an-address"):
+def test_it_refuses_header_injection_and_bad_input(
+    client: Client, django_capture_on_commit_callbacks
+) -> None:
+    for email in (
+        "eve@example.com\r\nBcc: victim@example.org",
+        "eve@example.com, victim@example.org",
+        "not-an-address",
+    ):
         response = _post_subscribe(client, django_capture_on_commit_callbacks, email=email)
         assert response.status_code == 400
     response = _post_subscribe(client, django_capture_on_commit_callbacks, scope="some")
@@ -124,7 +134,9 @@ def test_it_refuses_header_injection_and_bad_input(client: Client, django_captur
     assert mail.outbox == []
 
 
-def test_it_refuses_private_webhook_targets(client: Client, settings, django_capture_on_commit_callbacks) -> None:
+def test_it_refuses_private_webhook_targets(
+    client: Client, settings, django_capture_on_commit_callbacks
+) -> None:
     settings.WEBHOOK_ALLOW_PRIVATE = False
     for url in (
         "http://127.0.0.1:8000/hook",
@@ -174,7 +186,9 @@ def test_it_bounds_confirmation_emails_when_the_cache_is_down(
     assert len(mail.outbox) == 1
 
 
-def test_it_limits_requests_per_client_ip(client: Client, settings, django_capture_on_commit_callbacks) -> None:
+def test_it_limits_requests_per_client_ip(
+    client: Client, settings, django_capture_on_commit_callbacks
+) -> None:
     settings.SUBSCRIBE_RATE_PER_IP = 3
     statuses = []
     for i in range(5):
@@ -232,7 +246,9 @@ def test_it_unsubscribes_only_on_post_and_without_csrf(gmail) -> None:
     assert Subscriber.objects.filter(pk=subscriber.pk).exists()
 
     # RFC 8058 one-click: a bare POST from the mail client, no cookie, no CSRF token.
-    response = client.post(path, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        path, "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 200
     assert b"You are unsubscribed" in response.content
     assert not response.cookies
@@ -254,7 +270,7 @@ def test_it_refuses_abused_links(client: Client, settings, gmail) -> None:
 
     # Tampered: another subscriber's id under this signature.
     other = make_subscriber("mallory@example.com")
-    value, stamp, signature = unsubscribe.split(":")
+    _value, stamp, signature = unsubscribe.split(":")
     forged = f"{other.token}:{stamp}:{signature}"
     response = client.post(reverse("subscriptions:unsubscribe", args=[forged]))
     assert response.status_code == 400

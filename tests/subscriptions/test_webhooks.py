@@ -47,7 +47,9 @@ def _hook(receiver: WebhookReceiver, *products: Any) -> Subscriber:
 def _verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
     """What a receiver does, following the documented scheme."""
     timestamp = headers["x-status-timestamp"]
-    expected = "sha256=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    expected = (
+        "sha256=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    )
     return hmac.compare_digest(expected, headers["x-status-signature"])
 
 

@@ -67,7 +67,9 @@ def test_it_delivers_subscriber_events_through_the_worker(
 
     # Each service call commits; its outbox rows are published to Redis after the commit.
     incident = _open(gmail, "Gmail spam checking failures")
-    services.incident_post_update(incident=incident, status=Incident.Status.IDENTIFIED, body="Found the cause.")
+    services.incident_post_update(
+        incident=incident, status=Incident.Status.IDENTIFIED, body="Found the cause."
+    )
     services.incident_resolve(incident=incident, body="Recovered.")
     services.report_save(incident=incident, summary="An overloaded backend caused retries to cascade.")
     services.report_publish(incident=incident)

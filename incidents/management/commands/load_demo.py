@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from credits import demo as credits_demo
 from incidents import demo
 
 
@@ -20,6 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # A thin sequence of loaders; other apps append theirs (e.g. SLA customers) here.
         summary = demo.load(stdout=self.stdout)
+        credits_demo.load(stdout=self.stdout)
         if summary.created_anything:
             self.stdout.write(
                 self.style.SUCCESS(f"Demo data loaded ({len(summary.incidents_created)} incidents created).")

@@ -1,0 +1,282 @@
+"""Staff side of SLA credits: customers, policies, and the notice review list.
+
+The review list is where credits go out: compute a month, read the notices, then approve
+and send (one email each, queued in the approval's transaction) or cancel. Every write goes
+through `credits.services`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+
+from credits import services, sla
+from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, SLAPolicy
+from outbox import services as outbox
+
+
+class BillingEmailsField(forms.CharField):
+    """One address per line in the form; a validated list in the model."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return "\n".join(value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        text = super().to_python(value) or ""
+        # Only line breaks separate addresses; a CR/LF inside one line cannot occur here,
+        # and anything else odd is refused by the outbox's address rules.
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def validate(self, value: Any) -> None:
+        try:
+            outbox.clean_addresses(value, field="billing_emails")
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["billing_emails"]) from None
+
+
+class CustomerForm(forms.ModelForm):
+    billing_emails = BillingEmailsField(help_text="One address per line.")
+
+    class Meta:
+        model = Customer
+        fields = [
+            "name",
+            "billing_emails",
+            "policy",
+            "sla_eligible",
+            "term_end_date",
+            "monthly_bill",
+            "currency",
+        ]
+
+    def clean_name(self) -> str:
+        try:
+            return services.clean_customer_name(self.cleaned_data["name"])
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["name"]) from None
+
+
+class EntitlementInline(admin.TabularInline):
+    model = CustomerEntitlement
+    extra = 1
+    autocomplete_fields = ()
+    fields = ("product", "location", "policy")
+
+
+@admin.register(Customer)
+class CustomerAdmin(admin.ModelAdmin):
+    form = CustomerForm
+    list_display = ("name", "policy", "sla_eligible", "term_end_date", "monthly_bill", "currency")
+    list_filter = ("sla_eligible", "policy")
+    search_fields = ("name", "billing_emails")
+    inlines = [EntitlementInline]
+
+
+class TierInline(admin.TabularInline):
+    model = CreditTier
+    extra = 1
+    fields = ("below", "credit")
+
+
+class SLAPolicyForm(forms.ModelForm):
+    class Meta:
+        model = SLAPolicy
+        fields = [
+            "name",
+            "description",
+            "target",
+            "time_zone",
+            "unit",
+            "cap",
+            "claim_window_days",
+            "weight_major_outage",
+            "weight_partial_outage",
+            "weight_degraded_performance",
+            "weight_under_maintenance",
+            "min_downtime_minutes",
+            "exclude_maintenance",
+        ]
+
+    def clean_time_zone(self) -> str:
+        try:
+            return services._clean_time_zone(self.cleaned_data["time_zone"])
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["time_zone"]) from None
+
+
+@admin.register(SLAPolicy)
+class SLAPolicyAdmin(admin.ModelAdmin):
+    form = SLAPolicyForm
+    list_display = (
+        "name",
+        "target",
+        "unit",
+        "time_zone",
+        "min_downtime_minutes",
+        "exclude_maintenance",
+        "cap",
+    )
+    inlines = [TierInline]
+    fieldsets = (
+        (
+            None,
+            {"fields": ("name", "description", "target", "time_zone", "unit", "cap", "claim_window_days")},
+        ),
+        (
+            "What counts as downtime",
+            {
+                "fields": (
+                    "weight_major_outage",
+                    "weight_partial_outage",
+                    "weight_degraded_performance",
+                    "weight_under_maintenance",
+                    "min_downtime_minutes",
+                    "exclude_maintenance",
+                )
+            },
+        ),
+    )
+
+
+class ComputeForm(forms.Form):
+    period = forms.CharField(max_length=7, help_text="Calendar month, YYYY-MM.")
+
+    def clean_period(self) -> str:
+        try:
+            return str(sla.Period.parse(self.cleaned_data["period"]))
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+
+
+@admin.register(CreditNotice)
+class CreditNoticeAdmin(admin.ModelAdmin):
+    list_display = (
+        "customer",
+        "period",
+        "policy",
+        "uptime",
+        "downtime_minutes",
+        "credit_label",
+        "state",
+        "delivery",
+        "sent_at",
+    )
+    list_filter = ("state", "period", "policy", "unit")
+    search_fields = ("customer__name", "email_message_id")
+    list_select_related = ("customer", "policy", "message")
+    actions = ["approve_and_send", "cancel_notices", "recompute_periods"]
+    readonly_fields = [f.name for f in CreditNotice._meta.fields] + ["incident_links", "delivery"]
+    exclude = ("incidents",)
+    change_list_template = "admin/credits/creditnotice/change_list.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # notices are computed, never typed in
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False  # a notice is cancelled, not deleted: it is the record of a decision
+
+    @admin.display(description="uptime %", ordering="uptime_percent")
+    def uptime(self, obj: CreditNotice) -> str:
+        return f"{obj.uptime_percent}%"
+
+    @admin.display(description="credit", ordering="credit")
+    def credit_label(self, obj: CreditNotice) -> str:
+        if obj.unit == CreditNotice.Unit.DAYS:
+            return f"{int(obj.credit)} days"
+        amount = f" ({obj.customer.currency} {obj.credit_amount})" if obj.credit_amount is not None else ""
+        return f"{obj.credit}% of bill{amount}"
+
+    @admin.display(description="email")
+    def delivery(self, obj: CreditNotice) -> str:
+        if obj.message is None:
+            return "-"
+        url = reverse("admin:outbox_outboundmessage_change", args=[obj.message.pk])
+        error = f": {obj.message.last_error[:80]}" if obj.message.last_error else ""
+        return format_html(
+            '<a href="{}">{} ({} attempt{})</a>{}',
+            url,
+            obj.message.state,
+            obj.message.attempts,
+            "" if obj.message.attempts == 1 else "s",
+            error,
+        )
+
+    @admin.display(description="incidents")
+    def incident_links(self, obj: CreditNotice) -> str:
+        rows = [
+            (reverse("admin:incidents_incident_change", args=[i.pk]), i.title)
+            for i in obj.incidents.order_by("started_at")
+        ]
+        return format_html_join(", ", '<a href="{}">{}</a>', rows) if rows else "-"
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "compute/", self.admin_site.admin_view(self.compute_view), name="credits_creditnotice_compute"
+            ),
+            *super().get_urls(),
+        ]
+
+    def compute_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_change_permission(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        form = ComputeForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            period = form.cleaned_data["period"]
+            summary = services.credits_compute(period=period)
+            self.message_user(
+                request,
+                f"{period}: {summary.customers_considered} customers measured; {summary.created} notices "
+                f"created, {summary.updated} updated, {summary.unchanged} unchanged, {summary.removed} removed, "
+                f"{summary.kept_final} past review left as they were.",
+            )
+            changelist = reverse("admin:credits_creditnotice_changelist")
+            return HttpResponseRedirect(f"{changelist}?period={period}")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Compute SLA credits for a month",
+        }
+        return TemplateResponse(request, "admin/credits/creditnotice/compute.html", context)
+
+    @admin.action(description="Approve and send the selected notices")
+    def approve_and_send(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
+        summary = services.credits_approve_and_send(notices=queryset, actor=request.user)  # type: ignore[arg-type]
+        self.message_user(
+            request,
+            f"{summary.queued} notice(s) approved and queued, {summary.retried} failed one(s) retried, "
+            f"{summary.skipped} skipped (already queued, sent or cancelled).",
+        )
+
+    @admin.action(description="Cancel the selected notices")
+    def cancel_notices(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
+        done = 0
+        for notice in queryset:
+            try:
+                services.credits_cancel(notice=notice, actor=request.user)  # type: ignore[arg-type]
+                done += 1
+            except ValidationError as exc:
+                self.message_user(request, f"{notice}: {'; '.join(exc.messages)}", messages.WARNING)
+        self.message_user(request, f"{done} notice(s) cancelled.")
+
+    @admin.action(description="Recompute the months of the selected notices")
+    def recompute_periods(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
+        for period in sorted(set(queryset.values_list("period", flat=True))):
+            summary = services.credits_compute(period=period)
+            self.message_user(
+                request,
+                f"{period}: {summary.created} created, {summary.updated} updated, {summary.removed} removed.",
+            )

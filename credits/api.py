@@ -1,0 +1,354 @@
+"""Staff API for SLA credits: customers, SLA policies, credit notices (+ compute, approve).
+
+Registered on the v1 router by `register(router)` (see incidents/api/urls.py). Every
+endpoint is staff-only (401 without a token, 403 for non-staff) and every write goes
+through `credits.services`, as the admin does.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.routers import BaseRouter
+
+from credits import services, sla
+from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
+from incidents.api.permissions import StaffOnly
+from incidents.api.views import APIMixin, acting_user, errors
+from incidents.models import Location, Product
+
+STAFF_ERRORS = errors(400, 401, 403, 404, 429)
+
+
+# --- Serializers (shape only; rules live in the services) ------------------------------------------
+
+
+class TierSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CreditTier
+        fields = ["below", "credit"]
+
+
+class SLAPolicySerializer(serializers.ModelSerializer):
+    tiers = TierSerializer(many=True)
+
+    class Meta:
+        model = SLAPolicy
+        fields = [
+            "id",
+            "name",
+            "description",
+            "target",
+            "time_zone",
+            "unit",
+            "cap",
+            "claim_window_days",
+            "min_downtime_minutes",
+            "exclude_maintenance",
+            "weight_major_outage",
+            "weight_partial_outage",
+            "weight_degraded_performance",
+            "weight_under_maintenance",
+            "tiers",
+        ]
+        read_only_fields = ["id"]
+
+
+class EntitlementSerializer(serializers.Serializer):
+    product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
+    location = serializers.SlugRelatedField(
+        slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
+    )
+    policy = serializers.PrimaryKeyRelatedField(
+        queryset=SLAPolicy.objects.all(), required=False, allow_null=True
+    )
+
+
+class CustomerSerializer(serializers.ModelSerializer):
+    billing_emails = serializers.ListField(child=serializers.CharField(max_length=254), max_length=50)
+    entitlements = EntitlementSerializer(many=True, required=False)
+
+    class Meta:
+        model = Customer
+        fields = [
+            "id",
+            "name",
+            "billing_emails",
+            "policy",
+            "sla_eligible",
+            "term_end_date",
+            "monthly_bill",
+            "currency",
+            "entitlements",
+        ]
+        read_only_fields = ["id"]
+
+
+class NoticeSerializer(serializers.ModelSerializer):
+    customer_name = serializers.CharField(source="customer.name", read_only=True)
+    incidents = serializers.SlugRelatedField(slug_field="public_id", many=True, read_only=True)  # type: ignore[var-annotated]
+    message_state = serializers.CharField(source="message.state", read_only=True, default=None)
+    attempts = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = CreditNotice
+        fields = [
+            "id",
+            "customer",
+            "customer_name",
+            "policy",
+            "period",
+            "period_start",
+            "period_end",
+            "downtime_minutes",
+            "uptime_percent",
+            "credit",
+            "unit",
+            "credit_amount",
+            "claim_deadline",
+            "incidents",
+            "state",
+            "email_message_id",
+            "message_state",
+            "attempts",
+            "last_error",
+            "computed_at",
+            "approved_at",
+            "sent_at",
+        ]
+        read_only_fields = fields
+
+
+class PeriodSerializer(serializers.Serializer):
+    period = serializers.CharField(max_length=7)
+
+    def validate_period(self, value: str) -> str:
+        try:
+            return str(sla.Period.parse(value))
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+class ApproveSerializer(serializers.Serializer):
+    period = serializers.CharField(max_length=7, required=False)
+    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=10000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("period") and not attrs.get("ids"):
+            raise serializers.ValidationError("Give a period or a list of notice ids.")
+        if attrs.get("period"):
+            try:
+                attrs["period"] = str(sla.Period.parse(attrs["period"]))
+            except ValueError as exc:
+                raise serializers.ValidationError({"period": str(exc)}) from None
+        return attrs
+
+
+class ComputeResultSerializer(serializers.Serializer):
+    period = serializers.CharField()
+    customers_considered = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    removed = serializers.IntegerField()
+    kept_final = serializers.IntegerField()
+
+
+class SendResultSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    retried = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+
+
+class NoticeFilterSerializer(serializers.Serializer):
+    period = serializers.CharField(required=False, max_length=7)
+    state = serializers.ChoiceField(choices=NoticeState.choices, required=False)
+
+
+# --- Views ------------------------------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List customers (staff)", responses={200: CustomerSerializer(many=True), **STAFF_ERRORS}
+    ),
+    retrieve=extend_schema(summary="A customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}),
+    create=extend_schema(
+        summary="Create a customer (staff)", responses={201: CustomerSerializer, **STAFF_ERRORS}
+    ),
+    partial_update=extend_schema(
+        summary="Update a customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}
+    ),
+)
+class CustomerViewSet(
+    APIMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
+):
+    permission_classes = [StaffOnly]
+    serializer_class = CustomerSerializer
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_queryset(self) -> QuerySet[Customer]:
+        return Customer.objects.prefetch_related(
+            Prefetch(
+                "entitlements", queryset=CustomerEntitlement.objects.select_related("product", "location")
+            )
+        ).order_by("name", "id")
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        entitlements = data.pop("entitlements", [])
+        customer = services.customer_create(**data)
+        for ent in entitlements:
+            services.customer_entitle(customer=customer, **ent)
+        return Response(
+            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data, status=status.HTTP_201_CREATED
+        )
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        customer = self.get_object()
+        serializer = self.get_serializer(customer, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        entitlements = data.pop("entitlements", None)
+        services.customer_update(customer=customer, **data)
+        for ent in entitlements or []:
+            services.customer_entitle(customer=customer, **ent)
+        return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
+
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.partial_update(request, *args, **kwargs)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List SLA policies (staff)", responses={200: SLAPolicySerializer(many=True), **STAFF_ERRORS}
+    ),
+    retrieve=extend_schema(
+        summary="An SLA policy (staff)", responses={200: SLAPolicySerializer, **STAFF_ERRORS}
+    ),
+    create=extend_schema(
+        summary="Create an SLA policy with its tiers (staff)",
+        responses={201: SLAPolicySerializer, **STAFF_ERRORS},
+    ),
+)
+class SLAPolicyViewSet(
+    APIMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    viewsets.GenericViewSet,
+):
+    permission_classes = [StaffOnly]
+    serializer_class = SLAPolicySerializer
+    queryset = SLAPolicy.objects.prefetch_related("tiers").order_by("name")
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        tiers = [(Decimal(t["below"]), Decimal(t["credit"])) for t in data.pop("tiers")]
+        weights = {
+            level: data.pop(f"weight_{level}")
+            for level in ("major_outage", "partial_outage", "degraded_performance", "under_maintenance")
+            if f"weight_{level}" in data
+        }
+        policy = services.policy_create(tiers=tiers, weights=weights, **data)
+        return Response(self.get_serializer(policy).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List credit notices (staff)",
+        parameters=[
+            OpenApiParameter("period", str, description="YYYY-MM"),
+            OpenApiParameter("state", str, enum=NoticeState.values),
+        ],
+        responses={200: NoticeSerializer(many=True), **STAFF_ERRORS},
+    ),
+    retrieve=extend_schema(
+        summary="A credit notice (staff)", responses={200: NoticeSerializer, **STAFF_ERRORS}
+    ),
+)
+class CreditNoticeViewSet(
+    APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    permission_classes = [StaffOnly]
+    serializer_class = NoticeSerializer
+
+    def get_queryset(self) -> QuerySet[CreditNotice]:
+        return (
+            CreditNotice.objects.select_related("customer", "policy", "message")
+            .prefetch_related("incidents")
+            .order_by("-period", "customer__name", "id")
+        )
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        params = self.validated_query(NoticeFilterSerializer)
+        queryset = self.get_queryset()
+        if params.get("period"):
+            queryset = queryset.filter(period=params["period"])
+        if params.get("state"):
+            queryset = queryset.filter(state=params["state"])
+        page = self.paginate_queryset(queryset)
+        assert page is not None
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Compute the notices of a month for review (staff)",
+        request=PeriodSerializer,
+        responses={200: ComputeResultSerializer, **STAFF_ERRORS},
+    )
+    @action(detail=False, methods=["post"])
+    def compute(self, request: Request) -> Response:
+        serializer = PeriodSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        summary = services.credits_compute(period=serializer.validated_data["period"])
+        return Response(ComputeResultSerializer(summary).data)
+
+    @extend_schema(
+        summary="Approve notices and queue their emails (staff)",
+        description="By `ids`, or every computed or failed notice of `period`.",
+        request=ApproveSerializer,
+        responses={200: SendResultSerializer, **STAFF_ERRORS},
+    )
+    @action(detail=False, methods=["post"])
+    def approve(self, request: Request) -> Response:
+        serializer = ApproveSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        queryset = CreditNotice.objects.all()
+        if serializer.validated_data.get("period"):
+            queryset = queryset.filter(period=serializer.validated_data["period"])
+        if serializer.validated_data.get("ids"):
+            queryset = queryset.filter(pk__in=serializer.validated_data["ids"])
+        summary = services.credits_approve_and_send(notices=queryset, actor=acting_user(request))
+        return Response(SendResultSerializer(summary).data)
+
+    @extend_schema(
+        summary="Cancel a notice before it is sent (staff)",
+        request=None,
+        responses={200: NoticeSerializer, **STAFF_ERRORS},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        notice = services.credits_cancel(notice=self.get_object(), actor=acting_user(request))
+        return Response(self.get_serializer(self.get_queryset().get(pk=notice.pk)).data)
+
+
+def register(router: BaseRouter) -> None:
+    router.register("customers", CustomerViewSet, basename="customer")
+    router.register("sla-policies", SLAPolicyViewSet, basename="sla-policy")
+    router.register("credit-notices", CreditNoticeViewSet, basename="credit-notice")

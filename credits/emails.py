@@ -1,0 +1,97 @@
+"""The credit notice email, built from a subject/text/html template triplet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.template.loader import render_to_string
+
+from credits import sla
+from credits.models import CreditNotice
+from incidents.intervals import format_duration
+
+SUBJECT = "emails/credit_notice_subject.txt"
+TEXT = "emails/credit_notice.txt"
+HTML = "emails/credit_notice.html"
+
+
+@dataclass(frozen=True)
+class IncidentLine:
+    title: str
+    url: str
+    started: str
+    ended: str
+    duration: str
+
+
+def _local(value: datetime | None, tz: ZoneInfo) -> str:
+    if value is None:
+        return "ongoing"
+    return value.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _number(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text
+
+
+def notice_context(notice: CreditNotice) -> dict[str, Any]:
+    policy, customer = notice.policy, notice.customer
+    tz = ZoneInfo(policy.time_zone)
+    period = sla.Period.parse(notice.period)
+    incidents = []
+    for incident in notice.incidents.order_by("started_at", "id"):
+        if not incident.is_public:
+            # Internal incidents still count as downtime; their titles stay internal.
+            incidents.append(
+                IncidentLine("An unlisted incident", "", _local(incident.started_at, tz), "", "")
+            )
+            continue
+        end = incident.resolved_at
+        incidents.append(
+            IncidentLine(
+                title=incident.title,
+                url=f"{settings.SITE_URL}/incidents/{incident.public_id}/",
+                started=_local(incident.started_at, tz),
+                ended=_local(end, tz),
+                duration=format_duration(end - incident.started_at) if end else "",
+            )
+        )
+    days = int(notice.credit) if notice.unit == CreditNotice.Unit.DAYS else 0
+    term_before: date | None = customer.term_end_date
+    if notice.term_extended_at is not None and term_before is not None:
+        term_before = term_before - timedelta(days=days)
+    term_after = term_before + timedelta(days=days) if term_before is not None else None
+    return {
+        "site_name": settings.SITE_NAME,
+        "site_url": settings.SITE_URL,
+        "notice": notice,
+        "customer": customer,
+        "policy": policy,
+        "period_label": date(period.year, period.month, 1).strftime("%B %Y"),
+        "time_zone": policy.time_zone,
+        "uptime": notice.uptime_percent.quantize(Decimal("0.01"), rounding=ROUND_DOWN),
+        "target": _number(policy.target),
+        "downtime": format_duration(timedelta(minutes=float(notice.downtime_minutes))),
+        "downtime_minutes": _number(notice.downtime_minutes),
+        "incidents": incidents,
+        "is_days": notice.unit == CreditNotice.Unit.DAYS,
+        "days": days,
+        "percent": _number(notice.credit),
+        "amount": notice.credit_amount,
+        "currency": customer.currency,
+        "term_before": term_before,
+        "term_after": term_after,
+        "claim_deadline": notice.claim_deadline,
+    }
+
+
+def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
+    context = notice_context(notice)
+    subject = " ".join(render_to_string(SUBJECT, context).split())
+    return subject, render_to_string(TEXT, context), render_to_string(HTML, context)

@@ -1,0 +1,109 @@
+"""`manage.py sla_credits compute|send --period YYYY-MM`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from credits import selectors, services, sla
+from credits.models import NoticeState
+
+
+class Command(BaseCommand):
+    help = (
+        "SLA credits for one calendar month. `compute --period YYYY-MM` measures every "
+        "SLA-eligible customer entitled to an affected product against its policy and "
+        "creates or refreshes a notice for each one owed a credit, for review; running it "
+        "again changes nothing, and notices already approved or sent are never touched. "
+        "`--json` prints one JSON object per notice. `send --period YYYY-MM` approves the "
+        "computed notices of that month and queues one email each (retrying failed ones); "
+        "delivery then happens in the background and day credits extend the customer's "
+        "term once the email is sent."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True, metavar="{compute,send}")
+        compute = sub.add_parser("compute", help="Compute notices for review.")
+        compute.add_argument("--period", required=True, help="Calendar month, YYYY-MM.")
+        compute.add_argument("--json", action="store_true", help="Print one JSON object per notice.")
+        send = sub.add_parser("send", help="Approve computed notices and queue their emails.")
+        send.add_argument("--period", required=True, help="Calendar month, YYYY-MM.")
+
+    def _progress(self, done: int, total: int) -> None:
+        # To stderr, so `--json` output stays machine-readable.
+        if total:
+            sys.stderr.write(f"  {done}/{total}\n")
+        else:
+            sys.stderr.write(f"  {done} customers measured...\n")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            period = sla.Period.parse(options["period"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if options["action"] == "compute":
+            self._compute(period, as_json=options["json"])
+        else:
+            self._send(period)
+
+    def _compute(self, period: sla.Period, *, as_json: bool) -> None:
+        summary = services.credits_compute(period=period, progress=self._progress)
+        notices = selectors.notices_for_period(period=str(period))
+        if as_json:
+            for notice in notices.iterator(chunk_size=2000):
+                self.stdout.write(
+                    json.dumps(
+                        {
+                            "id": notice.pk,
+                            "customer": notice.customer.name,
+                            "customer_id": notice.customer_id,
+                            "policy": notice.policy.name,
+                            "period": notice.period,
+                            "downtime_minutes": str(notice.downtime_minutes),
+                            "uptime_percent": str(notice.uptime_percent),
+                            "credit": str(notice.credit),
+                            "unit": notice.unit,
+                            "credit_amount": None
+                            if notice.credit_amount is None
+                            else str(notice.credit_amount),
+                            "state": notice.state,
+                        }
+                    )
+                )
+            return
+        for notice in notices:
+            amount = (
+                f" ({notice.customer.currency} {notice.credit_amount})"
+                if notice.credit_amount is not None
+                else ""
+            )
+            self.stdout.write(
+                f"{notice.customer.name:40} {notice.uptime_percent:>9}%  {notice.credit:>6} {notice.unit}{amount}"
+                f"  [{notice.state}]"
+            )
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{period}: {summary.customers_considered} customers measured; notices created "
+                f"{summary.created}, updated {summary.updated}, unchanged {summary.unchanged}, "
+                f"removed {summary.removed}, past review {summary.kept_final}."
+            )
+        )
+
+    def _send(self, period: sla.Period) -> None:
+        notices = selectors.notices_for_period(
+            period=str(period), states=[NoticeState.COMPUTED, NoticeState.APPROVED, NoticeState.FAILED]
+        )
+        try:
+            summary = services.credits_approve_and_send(notices=notices, progress=self._progress)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"{period}: {summary.queued} notices approved and queued, {summary.retried} failed ones "
+                f"retried, {summary.skipped} skipped."
+            )
+        )

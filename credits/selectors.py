@@ -1,0 +1,139 @@
+"""Reads of the credits domain: who is affected by which impact, and notice lists.
+
+Location rule (who a location-scoped window affects). Locations form a tree
+(global > region > zone). A window on product P:
+
+- with no location affects every customer entitled to P;
+- in location L affects a customer entitled to P with no location (the product
+  everywhere), or entitled to P in L itself, in a place inside L (a region-wide outage
+  hits each of its zones), or in a place containing L (a customer using the whole region
+  runs in that zone too).
+
+Sibling zones are unaffected: a us-central1-b outage does not touch a us-central1-a
+customer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Q, QuerySet
+
+from credits import sla
+from credits.models import CreditNotice, CustomerEntitlement, SLAPolicy
+from incidents.models import ImpactWindow, Incident, Location
+
+
+@dataclass(frozen=True)
+class WindowRow:
+    id: int
+    product_id: int
+    location_id: int | None
+    outage: sla.Outage
+
+
+def location_relatives() -> dict[int, frozenset[int]]:
+    """For each location: itself, its ancestors and its descendants."""
+    parent: dict[int, int | None] = dict(Location.objects.values_list("id", "parent_id"))
+    children: dict[int, list[int]] = defaultdict(list)
+    for child, par in parent.items():
+        if par is not None:
+            children[par].append(child)
+    related: dict[int, frozenset[int]] = {}
+    for loc in parent:
+        found = {loc}
+        up = parent.get(loc)
+        while up is not None and up not in found:
+            found.add(up)
+            up = parent.get(up)
+        stack = list(children.get(loc, ()))
+        while stack:
+            node = stack.pop()
+            if node not in found:
+                found.add(node)
+                stack.extend(children.get(node, ()))
+        related[loc] = frozenset(found)
+    return related
+
+
+def windows_for_period(*, start: datetime, end: datetime) -> list[WindowRow]:
+    """Impact windows near [start, end): a day of margin either side, so that the
+    minimum-downtime rule sees whole outage stretches across the month boundary."""
+    lo, hi = start - timedelta(days=1), end + timedelta(days=1)
+    rows = (
+        ImpactWindow.objects.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=lo), started_at__lt=hi)
+        .values_list(
+            "id",
+            "product_id",
+            "location_id",
+            "level",
+            "started_at",
+            "ended_at",
+            "incident_id",
+            "incident__kind",
+        )
+        .order_by("started_at", "id")
+    )
+    return [
+        WindowRow(
+            id=wid,
+            product_id=product_id,
+            location_id=location_id,
+            outage=sla.Outage(
+                start=started,
+                end=ended,
+                level=level,
+                maintenance=kind == Incident.Kind.MAINTENANCE,
+                incident_id=incident_id,
+            ),
+        )
+        for wid, product_id, location_id, level, started, ended, incident_id, kind in rows
+    ]
+
+
+def window_affects(
+    window: WindowRow, *, location_id: int | None, relatives: dict[int, frozenset[int]]
+) -> bool:
+    """Does `window` affect an entitlement at `location_id` (same product)? See module doc."""
+    if window.location_id is None or location_id is None:
+        return True
+    return location_id in relatives.get(window.location_id, frozenset({window.location_id}))
+
+
+@dataclass(frozen=True)
+class EntitlementRow:
+    customer_id: int
+    product_id: int
+    location_id: int | None
+    policy_id: int | None
+
+
+def eligible_entitlements(*, product_ids: set[int], chunk_size: int = 2000) -> Iterator[EntitlementRow]:
+    """Entitlements of SLA-eligible customers to the given products, ordered by customer."""
+    rows = (
+        CustomerEntitlement.objects.filter(product_id__in=product_ids, customer__sla_eligible=True)
+        .values_list("customer_id", "product_id", "location_id", "policy_id", "customer__policy_id")
+        .order_by("customer_id", "id")
+    )
+    for customer_id, product_id, location_id, own_policy, customer_policy in rows.iterator(
+        chunk_size=chunk_size
+    ):
+        yield EntitlementRow(customer_id, product_id, location_id, own_policy or customer_policy)
+
+
+def policies_with_tiers() -> dict[int, SLAPolicy]:
+    return {p.pk: p for p in SLAPolicy.objects.prefetch_related("tiers")}
+
+
+def notices_for_period(*, period: str, states: list[str] | None = None) -> QuerySet[CreditNotice]:
+    qs = CreditNotice.objects.filter(period=period).select_related("customer", "policy")
+    if states:
+        qs = qs.filter(state__in=states)
+    return qs.order_by("customer__name", "customer_id", "policy_id")
+
+
+def notice_incidents(notice: CreditNotice) -> QuerySet[Incident]:
+    return notice.incidents.order_by("started_at", "id")

@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from tests.outbox.conftest import broker, smtp
+
+__all__ = ["broker", "smtp"]
