@@ -171,6 +171,7 @@ class CreditNoticeAdmin(admin.ModelAdmin):
         "credit_label",
         "state",
         "delivery",
+        "error",
         "sent_at",
     )
     list_filter = ("state", "period", "policy", "unit")
@@ -203,15 +204,17 @@ class CreditNoticeAdmin(admin.ModelAdmin):
         if obj.message is None:
             return "-"
         url = reverse("admin:outbox_outboundmessage_change", args=[obj.message.pk])
-        error = f": {obj.message.last_error[:80]}" if obj.message.last_error else ""
         return format_html(
-            '<a href="{}">{} ({} attempt{})</a>{}',
+            '<a href="{}">{} ({} attempt{})</a>',
             url,
             obj.message.state,
             obj.message.attempts,
             "" if obj.message.attempts == 1 else "s",
-            error,
         )
+
+    @admin.display(description="last error")
+    def error(self, obj: CreditNotice) -> str:
+        return obj.last_error[:300]
 
     @admin.display(description="incidents")
     def incident_links(self, obj: CreditNotice) -> str:

@@ -266,7 +266,7 @@ def public_cache(
             stamp = version_time(version)
             fixed_etag: str | None = None
             if etag == "version" and version != "unavailable":
-                fixed_etag = strong_etag(f"{version}\n{request.get_full_path()}".encode())
+                fixed_etag = strong_etag(f"{version}\n{request.build_absolute_uri()}".encode())
                 if _is_not_modified(request, fixed_etag, stamp):
                     probe = HttpResponse()
                     probe.headers["ETag"] = fixed_etag

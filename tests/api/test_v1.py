@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 from django.test import Client, TestCase
-from django.urls import NoReverseMatch, resolve
-from django.urls.exceptions import Resolver404
 
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
 from tests.api.conftest import World
@@ -290,14 +288,10 @@ def test_it_opens_an_incident_with_windows_and_it_shows_on_the_public_page(
     statuses = {c["name"]: c["status"] for c in summary["components"]}
     assert statuses["Gmail"] == "major_outage"
     assert summary["status"]["indicator"] == "critical"
-    try:
-        match = resolve("/")
-    except (Resolver404, NoReverseMatch):
-        match = None
-    if match is not None:
-        page = anon.get("/")
-        if page.status_code == 200:
-            assert "Gmail delivery delays" in page.content.decode()
+    # The HTML status page (built separately) shows it too.
+    page = anon.get("/")
+    assert page.status_code == 200
+    assert "Gmail delivery delays" in page.content.decode()
 
 
 def test_it_posts_updates_resolves_and_publishes_through_the_services(

@@ -1,0 +1,310 @@
+"""SLA credit computation and notice delivery throughput.
+
+    .venv/bin/python bench/credits_bench.py [--customers 100000] [--deliver 10000]
+        [--database-url postgres://postgres@127.0.0.1:5432/credits_bench --redis-url redis://127.0.0.1:6379/14]
+
+1. Compute: `credits_compute` for a month with one 90-minute Gmail outage, for N customers
+   (a mix of Gmail and regional Cloud Storage entitlements, most of them owed a credit).
+   Prints customers measured per second and notices written per second.
+2. Deliver: approve M of those notices (`credits_approve_and_send`: render, outbox rows)
+   and deliver them to a local SMTP sink running in its own process. With PostgreSQL and
+   Redis given, delivery goes through real `celery worker` processes (2 x 2 prefork
+   children); otherwise each outbox row is delivered in this process through the same
+   service the task calls (`message_deliver`), without a broker.
+3. Reference, same run: a bare loop sending the same M messages (same bytes) over ONE
+   smtplib connection, no database, no Celery. Prints emails/s of both and their ratio.
+
+The database given is dropped and created again (SQLite: a file under /tmp by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import signal
+import smtplib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, date, datetime
+from decimal import Decimal as D
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+# --- SMTP sink in its own process (so it does not share the GIL with the sender) -----------------
+
+
+def _sink_main(port: int, counter: Any, ready: Any) -> None:
+    import asyncio
+
+    from aiosmtpd.controller import Controller
+
+    class Counting:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+            with counter.get_lock():
+                counter.value += 1
+            return "250 OK"
+
+    controller = Controller(Counting(), hostname="127.0.0.1", port=port)
+    controller.start()
+    ready.set()
+    signal.signal(signal.SIGTERM, lambda *a: (controller.stop(), os._exit(0)))
+    asyncio.run(asyncio.sleep(10**6))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"timed out waiting for {what}")
+
+
+# --- Database ------------------------------------------------------------------------------------
+
+
+def reset_database(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme.startswith("sqlite"):
+        Path(parts.path).unlink(missing_ok=True)
+        return
+    import psycopg2
+
+    name = parts.path.lstrip("/")
+    admin = psycopg2.connect(
+        host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres", password=parts.password, dbname="postgres"
+    )
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        cur.execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+
+
+def setup_django(*, database_url: str, redis_url: str, smtp_port: int) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "statuspage.settings"
+    os.environ.update(
+        DEBUG="0",
+        SECRET_KEY="bench-only",
+        STATIC_MANIFEST="0",
+        ALLOWED_HOSTS="localhost",
+        DATABASE_URL=database_url,
+        EMAIL_HOST="127.0.0.1",
+        EMAIL_PORT=str(smtp_port),
+        LOG_LEVEL="WARNING",
+        # A long statement is fine here: the compute writes 100k rows in one transaction.
+        DB_STATEMENT_TIMEOUT_MS="600000",
+    )
+    if redis_url:
+        os.environ["REDIS_URL"] = redis_url
+    else:
+        os.environ.pop("REDIS_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def build_data(customers: int) -> None:
+    from credits import services
+    from credits.models import Customer, CustomerEntitlement
+    from incidents import services as incident_services
+    from incidents.models import ImpactWindow, Location, Product
+
+    gmail = Product.objects.create(name="Gmail", slug="gmail")
+    storage = Product.objects.create(name="Cloud Storage", slug="cloud-storage")
+    region = Location.objects.create(name="us-central1", kind=Location.Kind.REGION)
+    zones = [
+        Location.objects.create(name=f"us-central1-{z}", kind=Location.Kind.ZONE, parent=region) for z in "abcf"
+    ]
+    europe = Location.objects.create(name="europe-west1", kind=Location.Kind.REGION)
+    start, end = datetime(2009, 9, 1, 19, 45, tzinfo=UTC), datetime(2009, 9, 1, 21, 15, tzinfo=UTC)
+    gmail_incident = incident_services.incident_open(
+        title="Gmail web interface unavailable",
+        impact="major",
+        started_at=start,
+        windows=[incident_services.WindowSpec(product=gmail, level=ImpactWindow.Level.MAJOR_OUTAGE, started_at=start)],
+        notify=False,
+    )
+    incident_services.incident_resolve(incident=gmail_incident, resolved_at=end, notify=False)
+    s_start, s_end = datetime(2009, 9, 8, 11, 0, tzinfo=UTC), datetime(2009, 9, 8, 23, 30, tzinfo=UTC)
+    storage_incident = incident_services.incident_open(
+        title="Cloud Storage writes failing in us-central1-b",
+        impact="major",
+        started_at=s_start,
+        windows=[
+            incident_services.WindowSpec(
+                product=storage, location=zones[1], level=ImpactWindow.Level.PARTIAL_OUTAGE, started_at=s_start
+            )
+        ],
+        notify=False,
+    )
+    incident_services.incident_resolve(incident=storage_incident, resolved_at=s_end, notify=False)
+    workspace = services.policy_create(
+        name="Workspace",
+        target=D("99.9"),
+        tiers=[(D("99.9"), D(3)), (D("99.0"), D(7)), (D("95.0"), D(15))],
+        min_downtime_minutes=10,
+    )
+    gcs = services.policy_create(
+        name="Cloud Storage",
+        target=D("99.9"),
+        tiers=[(D("99.9"), D(10)), (D("99.0"), D(25)), (D("95.0"), D(50))],
+        unit="percent",
+        cap=D(50),
+    )
+    places = [None, region, *zones, europe]
+    batch: list[Customer] = []
+    for i in range(customers):
+        storage_customer = i % 3 == 2
+        batch.append(
+            Customer(
+                name=f"Customer {i:06d}",
+                billing_emails=[f"billing{i}@customer{i}.example"],
+                policy=gcs if storage_customer else workspace,
+                term_end_date=date(2010, 1, 31),
+                monthly_bill=D("1000.00"),
+            )
+        )
+    created = Customer.objects.bulk_create(batch, batch_size=5000)
+    entitlements = []
+    for i, customer in enumerate(created):
+        if i % 3 == 2:
+            entitlements.append(CustomerEntitlement(customer=customer, product=storage, location=places[i % len(places)]))
+        else:
+            entitlements.append(CustomerEntitlement(customer=customer, product=gmail))
+    CustomerEntitlement.objects.bulk_create(entitlements, batch_size=5000)
+
+
+def start_workers(env: dict[str, str], count: int) -> list[subprocess.Popen[bytes]]:
+    celery = str(Path(sys.executable).with_name("celery"))
+    logs = Path(tempfile.mkdtemp(prefix="credits-bench-"))
+    procs = []
+    for n in range(count):
+        log = open(logs / f"worker{n}.log", "wb")  # noqa: SIM115
+        procs.append(
+            subprocess.Popen(
+                [celery, "-A", "statuspage", "worker", "-c", "2", "--without-gossip", "--without-mingle",
+                 "--without-heartbeat", "--loglevel=WARNING", f"-n bench{n}@%h"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        )
+    return procs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--customers", type=int, default=100_000)
+    parser.add_argument("--deliver", type=int, default=10_000)
+    parser.add_argument("--database-url", default="sqlite:////tmp/credits_bench.sqlite3")
+    parser.add_argument("--redis-url", default="", help="with PostgreSQL: deliver through real Celery workers")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (2 prefork children each)")
+    args = parser.parse_args()
+    if args.redis_url and args.database_url.startswith("sqlite"):
+        raise SystemExit("worker mode needs PostgreSQL (--database-url postgres://...)")
+
+    port = free_port()
+    counter = multiprocessing.Value("l", 0)
+    ready = multiprocessing.Event()
+    sink = multiprocessing.Process(target=_sink_main, args=(port, counter, ready), daemon=True)
+    sink.start()
+    ready.wait(10)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        reset_database(args.database_url)
+        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=port)
+        from credits import services
+        from credits.models import CreditNotice
+        from outbox import delivery
+        from outbox.models import MessageState, OutboundMessage
+        from outbox.services import message_deliver
+
+        print(f"building {args.customers:,} customers ...", flush=True)
+        t0 = time.perf_counter()
+        build_data(args.customers)
+        print(f"  built in {time.perf_counter() - t0:.1f} s")
+
+        t0 = time.perf_counter()
+        summary = services.credits_compute(period="2009-09")
+        compute_s = time.perf_counter() - t0
+        print(
+            f"compute: {summary.customers_considered:,} customers, {summary.created:,} notices in {compute_s:.1f} s "
+            f"= {summary.customers_considered / compute_s:,.0f} customers/s, {summary.created / compute_s:,.0f} notices/s"
+        )
+        t0 = time.perf_counter()
+        again = services.credits_compute(period="2009-09")
+        print(f"  recompute (idempotent, {again.unchanged:,} unchanged, {again.created} created): {time.perf_counter() - t0:.1f} s")
+
+        ids = list(CreditNotice.objects.order_by("pk").values_list("pk", flat=True)[: args.deliver])
+        mode = "celery workers + redis" if args.redis_url else "in-process (message_deliver, no broker)"
+        if args.redis_url:
+            import redis
+
+            redis.Redis.from_url(args.redis_url).flushdb()
+            env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
+            procs = start_workers(env, args.workers)
+            time.sleep(4)  # worker start-up is not delivery time
+        t0 = time.perf_counter()
+        for start in range(0, len(ids), 1000):
+            services.credits_approve_and_send(notices=CreditNotice.objects.filter(pk__in=ids[start : start + 1000]))
+        approve_s = time.perf_counter() - t0
+        if not args.redis_url:
+            pending = list(OutboundMessage.objects.filter(state=MessageState.PENDING).values_list("pk", flat=True))
+            for pk in pending:
+                message_deliver(message_id=pk)
+        wait_for(lambda: counter.value >= len(ids), 1800, "deliveries")
+        wait_for(
+            lambda: not CreditNotice.objects.filter(pk__in=ids, state="queued").exists(), 120, "notices marked sent"
+        )
+        deliver_s = time.perf_counter() - t0
+        sent = CreditNotice.objects.filter(pk__in=ids, state="sent").count()
+        outbox_rate = sent / deliver_s
+        print(f"deliver ({mode}): {sent:,} notices sent in {deliver_s:.1f} s (approve+render {approve_s:.1f} s) = {outbox_rate:,.0f} emails/s")
+        if counter.value != sent:
+            print(f"  WARNING: the sink received {counter.value} messages for {sent} sent notices")
+
+        # Reference: the same messages, one connection, a bare loop.
+        payloads = []
+        for message in OutboundMessage.objects.filter(pk__in=CreditNotice.objects.filter(pk__in=ids).values("message_id")):
+            email = delivery.build_email(message)
+            payloads.append((email.from_email, email.recipients(), email.message().as_bytes(linesep="\r\n")))
+        before = counter.value
+        t0 = time.perf_counter()
+        with smtplib.SMTP("127.0.0.1", port) as smtp:
+            for from_addr, rcpts, raw in payloads:
+                smtp.sendmail(from_addr, rcpts, raw)
+        wait_for(lambda: counter.value >= before + len(payloads), 600, "bare loop")
+        bare_s = time.perf_counter() - t0
+        bare_rate = len(payloads) / bare_s
+        print(f"bare smtplib loop, one connection: {len(payloads):,} emails in {bare_s:.1f} s = {bare_rate:,.0f} emails/s")
+        print(f"ratio outbox / bare loop: {outbox_rate / bare_rate:.2f}")
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(30)
+        sink.terminate()
+        sink.join(5)
+        shutil.rmtree("/tmp/credits_bench_unused", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
