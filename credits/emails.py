@@ -45,7 +45,8 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
     tz = ZoneInfo(policy.time_zone)
     period = sla.Period.parse(notice.period)
     incidents = []
-    for incident in notice.incidents.order_by("started_at", "id"):
+    # .all() so a caller's prefetch (ordered by start) is used; sorted again to be sure.
+    for incident in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk)):
         if not incident.is_public:
             # Internal incidents still count as downtime; their titles stay internal.
             incidents.append(

@@ -21,11 +21,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from credits import emails, selectors, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
-from incidents.models import Location, Product
+from incidents.models import Incident, Location, Product
 from incidents.services import clean_single_line
 from outbox import services as outbox
 from outbox.models import MessageState, OutboundMessage
@@ -388,6 +389,7 @@ def credits_approve_and_send(
             CreditNotice.objects.select_for_update(of=("self",))
             .filter(pk__in=ids)
             .select_related("customer", "policy")
+            .prefetch_related(Prefetch("incidents", queryset=Incident.objects.order_by("started_at", "id")))
             .order_by("pk")
         )
         for done, notice in enumerate(rows, start=1):

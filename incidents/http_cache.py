@@ -36,9 +36,7 @@ from typing import Any, Literal, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
-from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date
 
@@ -46,13 +44,14 @@ from incidents.cache import public_state_version
 
 logger = logging.getLogger(__name__)
 
-PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=30, stale-if-error=86400"
+PUBLIC_CACHE_CONTROL = (
+    f"public, max-age={settings.PUBLIC_CACHE_MAX_AGE}, "
+    f"stale-while-revalidate={settings.PUBLIC_CACHE_SWR}, stale-if-error={settings.PUBLIC_CACHE_SIE}"
+)
 PRIVATE_CACHE_CONTROL = "private, no-cache"
 # Memoised bodies live this long at most. Changes made through the services bump the
 # version and are visible at once; the timeout only bounds changes driven by the clock.
 MEMO_TIMEOUT = 60
-# The last good build, kept without expiry, answers when the database is down.
-SNAPSHOT_TIMEOUT = None
 SNAPSHOT_HEADER = "X-Status-Snapshot"
 
 T = TypeVar("T")
@@ -100,7 +99,7 @@ def _not_modified_since(header: str, last_modified: datetime) -> bool:
     return last_modified.replace(microsecond=0) <= since
 
 
-def _is_not_modified(request: HttpRequest, etag: str, last_modified: datetime | None) -> bool:
+def is_not_modified(request: HttpRequest, etag: str, last_modified: datetime | None) -> bool:
     if_none_match = request.META.get("HTTP_IF_NONE_MATCH")
     if if_none_match is not None:
         # When both are sent, If-None-Match wins and If-Modified-Since is ignored.
@@ -157,7 +156,7 @@ def finalize_public_response(
     else:
         response.headers["Cache-Control"] = PRIVATE_CACHE_CONTROL
         patch_vary_headers(response, ("Authorization", "Cookie"))
-    if _is_not_modified(request, etag, last_modified):
+    if is_not_modified(request, etag, last_modified):
         return _not_modified(response)
     return response
 
@@ -169,10 +168,6 @@ def _request_digest(request: HttpRequest) -> str:
 
 def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
     return f"{prefix}:{version}:{_request_digest(request)}"
-
-
-def _snapshot_key(prefix: str, request: HttpRequest) -> str:
-    return f"{prefix}:snapshot:{_request_digest(request)}"
 
 
 def _cache_get(key: str) -> Any:
@@ -191,29 +186,12 @@ def _cache_set(key: str, value: Any, timeout: int | None) -> None:
         logger.warning("http cache write failed", exc_info=True)
 
 
-class Snapshot:
-    """A value served from the last good build while the database is unavailable."""
-
-    def __init__(self, value: Any, built_at: datetime) -> None:
-        self.value = value
-        self.built_at = built_at
-
-    @property
-    def age_seconds(self) -> int:
-        return max(0, int((timezone.now() - self.built_at).total_seconds()))
-
-
-def memoize_public(
-    request: HttpRequest,
-    build: Callable[[], T],
-    *,
-    prefix: str = "public-memo",
-    snapshot: bool = False,
-) -> T | Snapshot:
+def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str = "public-memo") -> T:
     """Build once per public-state version for anonymous callers; otherwise just build.
 
-    With `snapshot=True` the last good build is also kept without expiry, and returned
-    wrapped in `Snapshot` when the build fails because the database is unavailable.
+    For the API's parameterised reads. The status page, the Statuspage-compatible JSON
+    and the feeds go through `incidents.page_cache.public_page` instead, which adds the
+    one-rebuild-per-change lock and the on-disk snapshot for database outages.
     """
     if not is_anonymous_request(request):
         return build()
@@ -223,21 +201,9 @@ def memoize_public(
         hit = _cache_get(key)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
-    try:
-        value = build()
-    except DatabaseError:
-        if not snapshot:
-            raise
-        stored = _cache_get(_snapshot_key(prefix, request))
-        if stored is None:
-            raise
-        value_, built_at = stored
-        logger.warning("database unavailable; serving the snapshot of %s", built_at.isoformat())
-        return Snapshot(value_, built_at)
+    value = build()
     if key is not None:
         _cache_set(key, value, MEMO_TIMEOUT)
-    if snapshot:
-        _cache_set(_snapshot_key(prefix, request), (value, timezone.now()), SNAPSHOT_TIMEOUT)
     return value
 
 
@@ -267,7 +233,7 @@ def public_cache(
             fixed_etag: str | None = None
             if etag == "version" and version != "unavailable":
                 fixed_etag = strong_etag(f"{version}\n{request.build_absolute_uri()}".encode())
-                if _is_not_modified(request, fixed_etag, stamp):
+                if is_not_modified(request, fixed_etag, stamp):
                     probe = HttpResponse()
                     probe.headers["ETag"] = fixed_etag
                     if stamp is not None:

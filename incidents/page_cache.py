@@ -24,8 +24,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
-from django.utils.http import http_date, parse_http_date_safe, quote_etag
+from django.utils.http import http_date, quote_etag
 
 from incidents.cache import public_state_version
+from incidents.http_cache import PUBLIC_CACHE_CONTROL, SNAPSHOT_HEADER, is_not_modified
 
 logger = logging.getLogger(__name__)
 
@@ -156,26 +158,9 @@ def snapshot_read(name: str) -> CachedPage | None:
 # --- HTTP ----------------------------------------------------------------------------------
 
 
-def cache_control_header() -> str:
-    return (
-        f"public, max-age={settings.PUBLIC_CACHE_MAX_AGE}, "
-        f"stale-while-revalidate={settings.PUBLIC_CACHE_SWR}, "
-        f"stale-if-error={settings.PUBLIC_CACHE_SIE}"
-    )
-
-
-def _not_modified(request: HttpRequest, page: CachedPage) -> bool:
-    if_none_match = request.headers.get("If-None-Match")
-    if if_none_match is not None:
-        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
-        return "*" in tags or page.etag in tags
-    since = parse_http_date_safe(request.headers.get("If-Modified-Since") or "")
-    return since is not None and int(page.built_at) <= since
-
-
 def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False) -> HttpResponse:
     """The response for a cached page: conditional GET, caching headers, no cookies."""
-    if _not_modified(request, page):
+    if is_not_modified(request, page.etag, datetime.fromtimestamp(int(page.built_at), tz=UTC)):
         response = HttpResponse(status=304)
     else:
         body = page.body
@@ -188,17 +173,15 @@ def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False
     if stale:
         age = max(0, int(time.time() - page.built_at))
         response["Age"] = str(age)
-        response["X-Status-Snapshot"] = "stale"
+        response[SNAPSHOT_HEADER] = "stale"
         response["X-Snapshot-Age"] = str(age)
         response["Cache-Control"] = "public, max-age=10, stale-if-error=86400"
     else:
-        response["Cache-Control"] = cache_control_header()
+        response["Cache-Control"] = PUBLIC_CACHE_CONTROL
     return response
 
 
 def _stale_notice(page: CachedPage) -> str:
-    from datetime import UTC, datetime
-
     built = datetime.fromtimestamp(page.built_at, tz=UTC)
     minutes = max(0, int((time.time() - page.built_at) // 60))
     return (
@@ -211,6 +194,13 @@ def _stale_notice(page: CachedPage) -> str:
 # --- The decorator --------------------------------------------------------------------------
 
 
+def _database_down(base_name: str, key_name: str) -> CachedPage | None:
+    """Note the outage (so the next requests skip the database for a moment) and return
+    the snapshot to serve instead, if this page keeps one."""
+    _cache_set(DB_DOWN_KEY, 1, settings.PUBLIC_CACHE_DB_BACKOFF)
+    return snapshot_read(base_name) if key_name == base_name else None
+
+
 def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResponse:
     response = view(request, *args, **kwargs)
     render = getattr(response, "render", None)
@@ -219,12 +209,14 @@ def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResp
     return response
 
 
-def public_page(name: str | None = None, *, vary_on_query: bool = False) -> Callable[[View], View]:
+def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -> Callable[[View], View]:
     """Serve a view's public, user-independent output from the versioned cache.
 
-    `name` is the cache (and snapshot) name; with `vary_on_query` the query string is part
-    of the key (only for views that validate their parameters).
+    `name` is the cache (and snapshot) name. Only the query parameters named in
+    `vary_on_query` are part of the key, so random query strings cannot fill the cache
+    or force a rebuild per request.
     """
+    query_names = tuple(vary_on_query)
 
     def decorator(view: View) -> View:
         base_name = name or f"{view.__module__}.{view.__qualname__}"
@@ -238,8 +230,9 @@ def public_page(name: str | None = None, *, vary_on_query: bool = False) -> Call
                 key_name += (
                     ":" + hashlib.sha256(repr((args, sorted(kwargs.items()))).encode()).hexdigest()[:16]
                 )
-            if vary_on_query and request.GET:
-                key_name += ":" + hashlib.sha256(request.GET.urlencode().encode()).hexdigest()[:16]
+            if query_names:
+                query = [(q, request.GET.get(q, "")) for q in query_names]
+                key_name += ":" + hashlib.sha256(repr(query).encode()).hexdigest()[:16]
             version = public_state_version()
             key = f"page:{key_name}:{version}"
             page = _cache_get(key)
@@ -272,11 +265,14 @@ def public_page(name: str | None = None, *, vary_on_query: bool = False) -> Call
                     response = _build(view, request, args, kwargs)
                 except DatabaseError:
                     logger.warning("database unavailable while rendering %s", key_name, exc_info=True)
-                    _cache_set(DB_DOWN_KEY, 1, settings.PUBLIC_CACHE_DB_BACKOFF)
-                    fallback = snapshot_read(base_name) if key_name == base_name else None
+                    fallback = _database_down(base_name, key_name)
                     if fallback is None:
                         raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
                     return page_response(request, fallback, stale=True)
+                if response.status_code == 503:
+                    # The view caught the outage itself (DRF's handler does) and said so.
+                    fallback = _database_down(base_name, key_name)
+                    return response if fallback is None else page_response(request, fallback, stale=True)
                 if response.status_code != 200:
                     return response
                 page = CachedPage.from_response(response)

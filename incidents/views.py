@@ -67,14 +67,14 @@ def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     return _incident_signed_in(request, public_id=public_id)
 
 
-@public_page("product", vary_on_query=True)
+@public_page("product", vary_on_query=("page",))
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     page = public_selectors.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
     return render(request, "public/product.html", {"page": page, "product": page.product})
 
 
-@public_page("history", vary_on_query=True)
+@public_page("history", vary_on_query=("month",))
 @in_display_zone
 def history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()

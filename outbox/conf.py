@@ -46,3 +46,8 @@ def webhook_allow_private() -> bool:
 def visibility_timeout() -> float:
     options = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}) or {}
     return float(options.get("visibility_timeout", 3600))
+
+
+def smtp_idle_seconds() -> float:
+    # Well under typical server idle timeouts (RFC 5321 suggests 5 minutes).
+    return float(getattr(settings, "OUTBOX_SMTP_IDLE_SECONDS", 30))

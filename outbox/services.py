@@ -295,10 +295,11 @@ def message_claim(*, message_id: int) -> tuple[OutboundMessage, DeliveryAttempt]
         if claimed != 1:
             return None
         message = OutboundMessage.objects.get(pk=message_id)
-        # An attempt left 'started' by a killed worker is now known to be lost.
-        DeliveryAttempt.objects.filter(message=message, outcome=AttemptOutcome.STARTED).update(
-            outcome=AttemptOutcome.LOST, finished_at=now, error="worker lost before recording an outcome"
-        )
+        if message.attempts > 1:
+            # An attempt left 'started' by a killed worker is now known to be lost.
+            DeliveryAttempt.objects.filter(message=message, outcome=AttemptOutcome.STARTED).update(
+                outcome=AttemptOutcome.LOST, finished_at=now, error="worker lost before recording an outcome"
+            )
         attempt = DeliveryAttempt.objects.create(message=message, number=message.attempts, started_at=now)
     return message, attempt
 

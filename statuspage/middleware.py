@@ -46,7 +46,9 @@ def service_unavailable(request: HttpRequest, *, message: str, retry_after: int)
     """A cheap 503 that tells clients when to come back. Never touches the database."""
     response: HttpResponse
     if _wants_json(request):
-        response = JsonResponse({"error": {"code": "service_unavailable", "message": message}}, status=503)
+        response = JsonResponse(
+            {"error": {"code": "unavailable", "message": message, "fields": {}}}, status=503
+        )
     else:
         body = render_to_string("503.html", {"message": message, "retry_after": retry_after})
         response = HttpResponse(body, status=503)

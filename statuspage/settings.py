@@ -190,7 +190,7 @@ STATUS_GRID_DAYS = env_int("STATUS_GRID_DAYS", 14)
 # Entries are invalidated by the public-state version on every write; this TTL only
 # refreshes clock-driven text such as the running duration of an ongoing incident.
 PUBLIC_CACHE_TTL = env_int("PUBLIC_CACHE_TTL", 60)
-PUBLIC_CACHE_MAX_AGE = env_int("PUBLIC_CACHE_MAX_AGE", 30)
+PUBLIC_CACHE_MAX_AGE = env_int("PUBLIC_CACHE_MAX_AGE", 60)
 PUBLIC_CACHE_SWR = env_int("PUBLIC_CACHE_SWR", 30)
 PUBLIC_CACHE_SIE = env_int("PUBLIC_CACHE_SIE", 86400)
 PUBLIC_CACHE_LOCK_TIMEOUT = env_int("PUBLIC_CACHE_LOCK_TIMEOUT", 10)
@@ -358,6 +358,11 @@ OUTBOX_SWEEP_INTERVAL = env_float("OUTBOX_SWEEP_INTERVAL", 60.0)
 # Right-hand side of the stable Message-ID of every email.
 EMAIL_MESSAGE_ID_DOMAIN = env_str("EMAIL_MESSAGE_ID_DOMAIN", urlsplit(SITE_URL).hostname or "localhost")
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
+# Celery's Django fixup otherwise closes the database connection before and after every
+# task; a fresh PostgreSQL connection per email cost ~50 ms and capped delivery at a fraction
+# of what the workers can do (bench/credits_bench.py). Connections are recycled after
+# 2 x this many tasks, and a broken one fails one task, which the outbox sweeper recovers.
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100)
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},

@@ -80,6 +80,12 @@ def staff_client(client, alice):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
+def _own_var_dir(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Snapshots and other files the app writes under VAR_DIR stay within one test.
+    settings.VAR_DIR = tmp_path
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
     from django.core.cache import cache
 

@@ -178,8 +178,6 @@ class GoogleProductsResponse(serializers.Serializer):
 
 
 class GoogleIncidentsView(PublicFeedView):
-    memo_prefix = "google-feed"
-
     def build(self) -> Any:
         return build_incidents()
 
@@ -196,8 +194,6 @@ class GoogleIncidentsView(PublicFeedView):
 
 
 class GoogleProductsView(PublicFeedView):
-    memo_prefix = "google-feed"
-
     def build(self) -> Any:
         return build_products()
 

@@ -38,7 +38,7 @@ from rest_framework.views import APIView
 from incidents import selectors
 from incidents.api.serializers import PRODUCT_STATUSES, ErrorSerializer, incident_url
 from incidents.api.throttling import AnonymousThrottle
-from incidents.http_cache import SNAPSHOT_HEADER, Snapshot, finalize_public_response, memoize_public
+from incidents.http_cache import finalize_public_response
 from incidents.models import INCIDENT_STATUSES, MAINTENANCE_STATUSES, Incident, IncidentUpdate, Product
 
 COMPONENT_STATUSES = PRODUCT_STATUSES
@@ -407,20 +407,14 @@ class PublicFeedView(APIView):
     permission_classes = [AllowAny]
     throttle_classes = [AnonymousThrottle]
     renderer_classes = [JSONRenderer]
-    memo_prefix = "api-v2"
 
     def build(self) -> dict[str, Any]:
         raise NotImplementedError
 
     def get(self, request: Request) -> Response:
-        result = memoize_public(request._request, self.build, prefix=self.memo_prefix, snapshot=True)
-        if isinstance(result, Snapshot):
-            # The database is down: the last good answer, marked stale, with its age.
-            response = Response(result.value)
-            response.headers[SNAPSHOT_HEADER] = "stale"
-            response.headers["Age"] = str(result.age_seconds)
-            return response
-        return Response(result)
+        # Caching, the one-rebuild-per-change lock and the database-outage snapshot are
+        # done around this view by incidents.page_cache.public_page (see api/urls.py).
+        return Response(self.build())
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         response = super().finalize_response(request, response, *args, **kwargs)

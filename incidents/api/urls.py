@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from credits.api import register as register_credits
 from incidents.api import google_feed, statuspage_v2, views
 from incidents.api.routers import build_router
+from incidents.page_cache import public_page
 
 router = build_router()
 
@@ -17,27 +20,44 @@ register_credits(router)  # customers, sla-policies, credit-notices
 # --------------------------------------------------------------------------------------------
 
 v2 = statuspage_v2
+
+
+def cached(name: str, view: type) -> Any:
+    """A public read served through the versioned page cache (incidents.page_cache)."""
+    return public_page(name)(view.as_view())  # type: ignore[attr-defined]
+
+
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/status/", views.OverallStatusView.as_view(), name="api-status"),
     path("api/v1/", include(router.urls)),
-    path("api/v2/summary.json", v2.SummaryView.as_view(), name="v2-summary"),
-    path("api/v2/status.json", v2.StatusView.as_view(), name="v2-status"),
-    path("api/v2/components.json", v2.ComponentsView.as_view(), name="v2-components"),
-    path("api/v2/incidents.json", v2.IncidentsView.as_view(), name="v2-incidents"),
-    path("api/v2/incidents/unresolved.json", v2.UnresolvedIncidentsView.as_view(), name="v2-unresolved"),
-    path("api/v2/scheduled-maintenances.json", v2.MaintenancesView.as_view(), name="v2-maintenances"),
+    path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),
+    path("api/v2/status.json", cached("v2-status", v2.StatusView), name="v2-status"),
+    path("api/v2/components.json", cached("v2-components", v2.ComponentsView), name="v2-components"),
+    path("api/v2/incidents.json", cached("v2-incidents", v2.IncidentsView), name="v2-incidents"),
+    path(
+        "api/v2/incidents/unresolved.json",
+        cached("v2-unresolved", v2.UnresolvedIncidentsView),
+        name="v2-unresolved",
+    ),
+    path(
+        "api/v2/scheduled-maintenances.json",
+        cached("v2-maintenances", v2.MaintenancesView),
+        name="v2-maintenances",
+    ),
     path(
         "api/v2/scheduled-maintenances/upcoming.json",
-        v2.UpcomingMaintenancesView.as_view(),
+        cached("v2-maintenances-upcoming", v2.UpcomingMaintenancesView),
         name="v2-maintenances-upcoming",
     ),
     path(
         "api/v2/scheduled-maintenances/active.json",
-        v2.ActiveMaintenancesView.as_view(),
+        cached("v2-maintenances-active", v2.ActiveMaintenancesView),
         name="v2-maintenances-active",
     ),
-    path("incidents.json", google_feed.GoogleIncidentsView.as_view(), name="google-incidents"),
-    path("products.json", google_feed.GoogleProductsView.as_view(), name="google-products"),
+    path(
+        "incidents.json", cached("google-incidents", google_feed.GoogleIncidentsView), name="google-incidents"
+    ),
+    path("products.json", cached("google-products", google_feed.GoogleProductsView), name="google-products"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.

@@ -40,7 +40,7 @@ from incidents.api.filters import (
 )
 from incidents.api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
 from incidents.api.throttling import DEFAULT_THROTTLES
-from incidents.http_cache import Snapshot, finalize_public_response, memoize_public
+from incidents.http_cache import finalize_public_response, memoize_public
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
 
 # --- Documentation helpers -------------------------------------------------------------------
@@ -92,9 +92,7 @@ class APIMixin(APIView):
             response = build()
             return response.status_code, response.data
 
-        result = memoize_public(self.request._request, build_data, prefix="api-v1")
-        assert not isinstance(result, Snapshot)
-        status_code, data = result
+        status_code, data = memoize_public(self.request._request, build_data, prefix="api-v1")
         return Response(data, status=status_code)
 
     def validated_query(self, serializer_class: type[Serializer]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
 
-URL = "/api/v2/status.json"
+URL = "/api/v1/status/"
 
 
 @pytest.fixture

@@ -51,16 +51,22 @@ def _auth(user) -> dict[str, str]:  # type: ignore[no-untyped-def]
 def test_it_keeps_the_credits_api_staff_only(client, bob, method: str, url: str, gmail_setup) -> None:  # type: ignore[no-untyped-def]
     anonymous = getattr(client, method)(url, data={"period": "2009-09"}, content_type="application/json")
     assert anonymous.status_code == 401
-    non_staff = getattr(client, method)(url, data={"period": "2009-09"}, content_type="application/json", **_auth(bob))
+    non_staff = getattr(client, method)(
+        url, data={"period": "2009-09"}, content_type="application/json", **_auth(bob)
+    )
     assert non_staff.status_code == 403
     assert CreditNotice.objects.count() == 0
     assert b"Acme" not in anonymous.content + non_staff.content
 
 
-def test_it_computes_lists_and_approves_through_the_api(client, alice, gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_computes_lists_and_approves_through_the_api(
+    client, alice, gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     _, _, acme = gmail_setup
     auth = _auth(alice)
-    computed = client.post("/api/v1/credit-notices/compute/", {"period": "2009-09"}, content_type="application/json", **auth)
+    computed = client.post(
+        "/api/v1/credit-notices/compute/", {"period": "2009-09"}, content_type="application/json", **auth
+    )
     assert computed.status_code == 200
     assert computed.json()["created"] == 1
 
@@ -68,7 +74,12 @@ def test_it_computes_lists_and_approves_through_the_api(client, alice, gmail_set
     assert listed.status_code == 200
     [row] = listed.json()["results"]
     assert row["customer_name"] == "Acme"
-    assert (row["uptime_percent"], row["credit"], row["unit"], row["state"]) == ("99.7916", "3.00", "days", "computed")
+    assert (row["uptime_percent"], row["credit"], row["unit"], row["state"]) == (
+        "99.7916",
+        "3.00",
+        "days",
+        "computed",
+    )
 
     with django_capture_on_commit_callbacks(execute=True):
         approved = client.post(
@@ -90,7 +101,9 @@ def test_it_computes_lists_and_approves_through_the_api(client, alice, gmail_set
 
 def test_it_validates_api_input(client, alice, gmail_setup) -> None:  # type: ignore[no-untyped-def]
     auth = _auth(alice)
-    bad_period = client.post("/api/v1/credit-notices/compute/", {"period": "2009-9"}, content_type="application/json", **auth)
+    bad_period = client.post(
+        "/api/v1/credit-notices/compute/", {"period": "2009-9"}, content_type="application/json", **auth
+    )
     assert bad_period.status_code == 400
     assert "period" in bad_period.json()["error"]["fields"]
     nothing = client.post("/api/v1/credit-notices/approve/", {}, content_type="application/json", **auth)
@@ -145,7 +158,9 @@ def test_it_creates_customers_and_policies_through_the_api(client, alice, gmail_
         **auth,
     )
     assert created.status_code == 201, created.content
-    assert created.json()["entitlements"] == [{"product": "cloud-storage", "location": "us-central1", "policy": None}]
+    assert created.json()["entitlements"] == [
+        {"product": "cloud-storage", "location": "us-central1", "policy": None}
+    ]
     customer = Customer.objects.get(name="Initech")
     assert customer.entitlements.get().location.name == "us-central1"  # type: ignore[union-attr]
     bad_tz = client.post(
@@ -161,7 +176,9 @@ def test_it_creates_customers_and_policies_through_the_api(client, alice, gmail_
 # --- Admin -----------------------------------------------------------------------------------
 
 
-def test_it_runs_the_review_flow_in_the_admin(staff_client, gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_runs_the_review_flow_in_the_admin(
+    staff_client, gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     page = staff_client.get("/admin/credits/creditnotice/compute/")
     assert page.status_code == 200
     response = staff_client.post("/admin/credits/creditnotice/compute/", {"period": "2009-09"})
@@ -191,7 +208,9 @@ def test_it_runs_the_review_flow_in_the_admin(staff_client, gmail_setup, smtp: S
 def test_it_cancels_from_the_admin_and_refuses_bad_names(staff_client, gmail_setup) -> None:  # type: ignore[no-untyped-def]
     services.credits_compute(period="2009-09")
     notice = CreditNotice.objects.get()
-    staff_client.post("/admin/credits/creditnotice/", {"action": "cancel_notices", "_selected_action": [notice.pk]})
+    staff_client.post(
+        "/admin/credits/creditnotice/", {"action": "cancel_notices", "_selected_action": [notice.pk]}
+    )
     notice.refresh_from_db()
     assert notice.state == NoticeState.CANCELLED
     _, policy, _ = gmail_setup
@@ -215,7 +234,11 @@ def test_it_cancels_from_the_admin_and_refuses_bad_names(staff_client, gmail_set
 
 def test_it_keeps_the_admin_pages_staff_only(client, bob, gmail_setup) -> None:  # type: ignore[no-untyped-def]
     client.force_login(bob)
-    for url in ("/admin/credits/creditnotice/", "/admin/credits/creditnotice/compute/", "/admin/credits/customer/"):
+    for url in (
+        "/admin/credits/creditnotice/",
+        "/admin/credits/creditnotice/compute/",
+        "/admin/credits/customer/",
+    ):
         assert client.get(url).status_code == 302
     assert client.post("/admin/credits/creditnotice/compute/", {"period": "2009-09"}).status_code == 302
     assert CreditNotice.objects.count() == 0
@@ -224,7 +247,9 @@ def test_it_keeps_the_admin_pages_staff_only(client, bob, gmail_setup) -> None: 
 # --- Command -----------------------------------------------------------------------------------
 
 
-def test_it_computes_and_sends_from_the_command(gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_computes_and_sends_from_the_command(
+    gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     out = StringIO()
     call_command("sla_credits", "compute", "--period", "2009-09", "--json", stdout=out)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -275,14 +300,18 @@ def test_it_loads_a_reviewable_demo(db) -> None:  # type: ignore[no-untyped-def]
     assert (again.policies_created, again.customers_created) == (0, 0)
 
     services.credits_compute(period="2009-09")
-    september = {n.customer.name: (n.uptime_percent, n.credit) for n in CreditNotice.objects.filter(period="2009-09")}
+    september = {
+        n.customer.name: (n.uptime_percent, n.credit) for n in CreditNotice.objects.filter(period="2009-09")
+    }
     assert september == {
         "Northwind Traders": (D("99.7916"), D("3.00")),
         "Contoso Pharmaceuticals": (D("99.7916"), D("3.00")),
         "Blue Yonder Airlines": (D("99.7916"), D("3.00")),
     }
     services.credits_compute(period="2026-10")
-    october = {n.customer.name: (n.credit, n.credit_amount) for n in CreditNotice.objects.filter(period="2026-10")}
+    october = {
+        n.customer.name: (n.credit, n.credit_amount) for n in CreditNotice.objects.filter(period="2026-10")
+    }
     assert october == {
         "Tailspin Toys": (D("25.00"), D("3000.00")),
         "Wide World Importers": (D("25.00"), D("1200.00")),

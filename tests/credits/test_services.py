@@ -26,7 +26,9 @@ def gmail_2009():  # type: ignore[no-untyped-def]
     return gmail, incident
 
 
-def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(gmail_2009, smtp: SmtpSink, alice, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(
+    gmail_2009, smtp: SmtpSink, alice, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     gmail, incident = gmail_2009
     policy = builders.workspace_policy()
     acme = builders.customer("Acme", policy=policy, products=[(gmail, None)], term_end_date=date(2010, 1, 31))
@@ -98,7 +100,9 @@ def test_it_computes_idempotently_and_refreshes_only_unreviewed_notices(gmail_20
 
     second = services.credits_compute(period="2009-09")
     assert (second.created, second.updated, second.unchanged, second.removed) == (0, 0, 2, 0)
-    assert list(CreditNotice.objects.order_by("pk").values_list("pk", "updated_at", "uptime_percent")) == before
+    assert (
+        list(CreditNotice.objects.order_by("pk").values_list("pk", "updated_at", "uptime_percent")) == before
+    )
 
     # Staff approve one; then the window is corrected to a longer outage.
     acme_notice = CreditNotice.objects.get(customer__name="Acme")
@@ -170,7 +174,9 @@ def test_it_only_credits_entitled_eligible_customers_in_the_affected_locations()
 def test_it_uses_the_entitlements_own_policy_for_a_second_product(gmail_2009) -> None:  # type: ignore[no-untyped-def]
     gmail, _ = gmail_2009
     storage = make_product("Cloud Storage", slug="cloud-storage")
-    make_incident(title="Storage down", product=storage, start=utc(2009, 9, 10, 0, 0), end=utc(2009, 9, 10, 2, 0))
+    make_incident(
+        title="Storage down", product=storage, start=utc(2009, 9, 10, 0, 0), end=utc(2009, 9, 10, 2, 0)
+    )
     workspace = builders.workspace_policy()
     gcs = builders.storage_policy()
     both = builders.customer("Both", policy=workspace, products=[(gmail, None)], monthly_bill=D("500.00"))
@@ -183,7 +189,9 @@ def test_it_uses_the_entitlements_own_policy_for_a_second_product(gmail_2009) ->
     }
 
 
-def test_it_fails_a_refused_notice_visibly_and_retries_it_on_request(gmail_2009, smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+def test_it_fails_a_refused_notice_visibly_and_retries_it_on_request(
+    gmail_2009, smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
     gmail, _ = gmail_2009
     acme = builders.customer("Acme", policy=builders.workspace_policy(), products=[(gmail, None)])
     smtp.handler.refuse_rcpt["billing@acme.example"] = "550 5.1.1 Mailbox unavailable"
@@ -240,7 +248,9 @@ def test_it_cancels_notices_before_they_go_out(gmail_2009) -> None:  # type: ign
         ("billing_emails", {"billing_emails": []}),
     ],
 )
-def test_it_refuses_header_injection_in_customer_names_and_addresses(field: str, kw: dict[str, object]) -> None:
+def test_it_refuses_header_injection_in_customer_names_and_addresses(
+    field: str, kw: dict[str, object]
+) -> None:
     params: dict[str, object] = {"name": "Acme", "billing_emails": ["billing@acme.example"]}
     params.update(kw)
     with pytest.raises(ValidationError) as excinfo:
@@ -258,7 +268,10 @@ def test_it_renders_user_text_literally_in_emails(smtp: SmtpSink, django_capture
         end=utc(2009, 9, 1, 21, 15),
     )
     builders.customer(
-        "Acme <b>& Co</b>", policy=builders.workspace_policy(), products=[(gmail, None)], emails=["a@acme.example"]
+        "Acme <b>& Co</b>",
+        policy=builders.workspace_policy(),
+        products=[(gmail, None)],
+        emails=["a@acme.example"],
     )
     services.credits_compute(period="2009-09")
     with django_capture_on_commit_callbacks(execute=True):
@@ -276,7 +289,11 @@ def test_it_renders_user_text_literally_in_emails(smtp: SmtpSink, django_capture
 def test_it_does_not_link_internal_incidents(smtp: SmtpSink, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     gmail = make_product("Gmail")
     hidden = make_incident(
-        title="Internal database failover", product=gmail, start=utc(2009, 9, 1, 19, 45), end=utc(2009, 9, 1, 21, 15), is_public=False
+        title="Internal database failover",
+        product=gmail,
+        start=utc(2009, 9, 1, 19, 45),
+        end=utc(2009, 9, 1, 21, 15),
+        is_public=False,
     )
     builders.customer("Acme", policy=builders.workspace_policy(), products=[(gmail, None)])
     services.credits_compute(period="2009-09")

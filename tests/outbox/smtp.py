@@ -122,10 +122,10 @@ class SinkHandler:
 
 
 class SmtpSink:
-    def __init__(self) -> None:
+    def __init__(self, **smtp_kwargs: Any) -> None:
         self.handler = SinkHandler()
         self.port = free_port()
-        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port)
+        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port, **smtp_kwargs)
 
     def start(self) -> SmtpSink:
         self.controller.start()
@@ -135,8 +135,8 @@ class SmtpSink:
         self.controller.stop()
 
 
-def run_sink() -> Iterator[SmtpSink]:
-    sink = SmtpSink().start()
+def run_sink(**smtp_kwargs: Any) -> Iterator[SmtpSink]:
+    sink = SmtpSink(**smtp_kwargs).start()
     try:
         yield sink
     finally:

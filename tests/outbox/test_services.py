@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from outbox import services
 from outbox.models import AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
-from tests.outbox.smtp import SmtpSink
+from tests.outbox.smtp import SmtpSink, run_sink
 
 pytestmark = pytest.mark.django_db
 
@@ -212,6 +212,33 @@ def test_it_gives_up_after_the_budget_with_bounded_connections(
     assert "gave up after 3 attempts" in message.last_error
     assert smtp.handler.connections == 3
     assert recorded["failed"] == [message.pk]
+
+
+def test_it_reuses_one_smtp_session_and_reconnects_when_the_server_closed_it(
+    smtp: SmtpSink, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from outbox import delivery
+
+    delivery.close_cached_connection()
+    with django_capture_on_commit_callbacks(execute=True):
+        for i in range(3):
+            _enqueue(f"reuse-{i}")
+    assert len(smtp.handler.snapshot()) == 3
+    assert smtp.handler.connections == 1  # one session for three messages
+
+    # The server drops idle sessions: the next message reconnects at once, no attempt lost.
+    for sink in run_sink(timeout=0.2):
+        settings.EMAIL_PORT = sink.port
+        with django_capture_on_commit_callbacks(execute=True):
+            _enqueue("idle-1")
+        time.sleep(0.5)  # the server times the session out
+        with django_capture_on_commit_callbacks(execute=True):
+            late = _enqueue("idle-2")
+        late.refresh_from_db()
+        assert late.state == MessageState.SENT
+        assert late.attempts == 1
+        assert len(sink.handler.snapshot()) == 2
+        assert sink.handler.connections == 2
 
 
 def test_it_lets_only_one_claim_win() -> None:

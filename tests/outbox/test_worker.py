@@ -70,7 +70,8 @@ def test_it_delivers_each_message_exactly_once(
         )
         time.sleep(3)  # several sweeps later: nothing is sent again
     _assert_exactly_once(smtp, messages)
-    assert smtp.handler.connections == 20
+    # One SMTP session per worker process is reused across messages.
+    assert 1 <= smtp.handler.connections <= 20
     assert DeliveryAttempt.objects.filter(outcome=AttemptOutcome.SENT).count() == 20
 
 
@@ -139,7 +140,9 @@ def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(
         time.sleep(2)
     _assert_exactly_once(smtp, messages)
     attempts = sum(OutboundMessage.objects.values_list("attempts", flat=True))
-    assert smtp.handler.connections == attempts  # one connection per attempt, no hidden retries
+    # At most one connection per attempt (a session that errored is never reused): no
+    # hidden retries behind the budget.
+    assert smtp.handler.connections <= attempts
     delays = list(
         DeliveryAttempt.objects.filter(outcome=AttemptOutcome.TRANSIENT).values_list("retry_delay", flat=True)
     )

@@ -18,10 +18,6 @@ from django.core.management import call_command
 
 from incidents.models import Incident
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls made by the test
-# itself are ordinary blocking calls, which Django would otherwise refuse.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
@@ -42,10 +38,19 @@ CHROMIUM_ARGS = [
 def browser(chromium_path: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
+    # Playwright's sync API runs an event loop in this thread; the ORM calls made by the
+    # test itself are ordinary blocking calls, which Django would otherwise refuse. Set
+    # only while these tests run, so it cannot leak into other tests' environments.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    request_cleanup = mp.undo
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            browser.close()
+            request_cleanup()
 
 
 @pytest.fixture

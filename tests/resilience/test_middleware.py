@@ -30,7 +30,7 @@ def test_it_answers_503_with_retry_after_when_the_database_is_gone(client: Clien
 def test_it_answers_api_clients_in_json_when_the_database_is_gone(client: Client) -> None:
     response = client.get("/api/v1/t/db-gone/")
     assert response.status_code == 503
-    assert response.json()["error"]["code"] == "service_unavailable"
+    assert response.json()["error"]["code"] == "unavailable"
     assert response["Retry-After"]
 
 
@@ -90,7 +90,7 @@ def test_it_sheds_load_beyond_capacity_and_recovers(settings) -> None:
 
 def test_it_passes_the_deployment_checks_with_production_settings() -> None:
     env = {
-        k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE",
+        k: v for k, v in os.environ.items() if k not in {"DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE", "SECURE_SSL_REDIRECT", "SESSION_COOKIE_SECURE",
                                                           "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS"}
     }  # fmt: skip
     env.update(
