@@ -192,6 +192,7 @@ def main() -> None:
         cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "bench.bench_settings"},
     )  # fmt: skip
     nginx_dir = Path(tempfile.mkdtemp(prefix="nginx-bench-"))
+    nginx_dir.chmod(0o755)  # nginx workers drop root and must read the files
     nginx = None
     try:
         app = f"http://127.0.0.1:{APP_PORT}"
@@ -208,6 +209,7 @@ def main() -> None:
         conf.write_text(
             f"""
 worker_processes 2;
+{"user root;" if os.geteuid() == 0 else ""}
 pid {nginx_dir}/nginx.pid;
 error_log {nginx_dir}/error.log;
 events {{ worker_connections 1024; }}
@@ -215,13 +217,16 @@ http {{
   access_log off;
   client_body_temp_path {nginx_dir}/body; proxy_temp_path {nginx_dir}/proxy;
   fastcgi_temp_path {nginx_dir}/fcgi; uwsgi_temp_path {nginx_dir}/uwsgi; scgi_temp_path {nginx_dir}/scgi;
+  # As in docker/nginx.conf: after a failed connect the upstream is marked down for a
+  # while and requests go straight to the snapshot, without a connect attempt each.
+  upstream app_down {{ server 127.0.0.1:9 max_fails=1 fail_timeout=30s; server 127.0.0.1:9 down; }}
   server {{
     listen 127.0.0.1:{NGINX_PORT};
     location = /static-index.html {{ root {static_root}; try_files /index.html =404; }}
     # The app-down path of docker/nginx.conf: an upstream nobody answers on, so every
     # request is served from the snapshot the app wrote.
     location / {{
-      proxy_pass http://127.0.0.1:9;
+      proxy_pass http://app_down;
       proxy_connect_timeout 1s;
       proxy_intercept_errors on;
       error_page 502 503 504 = @snapshot;
@@ -236,6 +241,9 @@ http {{
 """
         )
         nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
+        time.sleep(0.5)
+        if nginx.poll() is not None:
+            sys.exit("nginx did not start: " + (nginx_dir / "error.log").read_text(errors="replace"))
         wait_http(f"http://127.0.0.1:{NGINX_PORT}/static-index.html")
         assert urllib.request.urlopen(f"http://127.0.0.1:{NGINX_PORT}/", timeout=5).read() == page
 

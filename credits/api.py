@@ -138,7 +138,10 @@ class PeriodSerializer(serializers.Serializer):
 
 class ApproveSerializer(serializers.Serializer):
     period = serializers.CharField(max_length=7, required=False)
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=10000)
+    # Bounded to the id column (bigint): a larger number is a 400, not a database error.
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False, max_length=10000
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("period") and not attrs.get("ids"):

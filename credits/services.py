@@ -21,7 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from credits import emails, selectors, sla
@@ -265,13 +265,20 @@ def credits_compute(
             flush_customer(current, rows)
             summary.customers_considered += 1
         _store(owed, period=period, policies=policies, summary=summary, now=now)
-        stale = CreditNotice.objects.filter(period=label, state=NoticeState.COMPUTED).exclude(
-            pk__in=summary.notice_ids
-        )
-        summary.removed = stale.count()
-        if summary.removed:
-            CreditNotice.incidents.through.objects.filter(creditnotice__in=stale).delete()
-            stale.delete()
+        # Computed notices nobody is owed any more (impact edited away). Compared in Python
+        # and deleted in chunks: an IN list of every notice would overflow SQLite's limit.
+        touched = set(summary.notice_ids)
+        stale = [
+            pk
+            for pk in CreditNotice.objects.filter(period=label, state=NoticeState.COMPUTED).values_list(
+                "pk", flat=True
+            )
+            if pk not in touched
+        ]
+        for chunk in _chunks(stale):
+            CreditNotice.incidents.through.objects.filter(creditnotice_id__in=chunk).delete()
+            CreditNotice.objects.filter(pk__in=chunk, state=NoticeState.COMPUTED).delete()
+        summary.removed = len(stale)
         if progress:
             progress(summary.customers_considered, summary.customers_considered)
     return summary
@@ -381,59 +388,70 @@ def credits_approve_and_send(
     will go out" are one fact; delivery starts after the commit. Failed notices get a
     fresh delivery budget. Anything else (queued, sent, cancelled) is left alone.
     """
-    ids = [n.pk for n in notices]
+    if isinstance(notices, QuerySet):
+        ids = sorted(set(notices.values_list("pk", flat=True)))
+    else:
+        ids = sorted({n.pk for n in notices})
     summary = SendSummary()
     now = timezone.now()
     with transaction.atomic():
-        rows = list(
-            CreditNotice.objects.select_for_update(of=("self",))
-            .filter(pk__in=ids)
-            .select_related("customer", "policy")
-            .prefetch_related(Prefetch("incidents", queryset=Incident.objects.order_by("started_at", "id")))
-            .order_by("pk")
-        )
-        for done, notice in enumerate(rows, start=1):
-            if notice.state in (NoticeState.COMPUTED, NoticeState.APPROVED):
-                subject, text, html = emails.render_credit_notice(notice)
-                message = outbox.email_enqueue(
-                    key=notice_outbox_key(notice),
-                    to=list(notice.customer.billing_emails),
-                    subject=subject,
-                    text=text,
-                    html=html,
-                    purpose=OUTBOX_PURPOSE,
-                    ref=f"notice:{notice.pk}",
+        done = 0
+        for chunk in _chunks(ids):
+            rows = list(
+                CreditNotice.objects.select_for_update(of=("self",))
+                .filter(pk__in=chunk)
+                .select_related("customer", "policy")
+                .prefetch_related(
+                    Prefetch("incidents", queryset=Incident.objects.order_by("started_at", "id"))
                 )
-                notice.state = NoticeState.QUEUED
-                notice.approved_at = now
-                notice.approved_by = actor  # type: ignore[assignment]
-                notice.message = message
-                notice.email_message_id = message.message_id
-                notice.save(
-                    update_fields=[
-                        "state",
-                        "approved_at",
-                        "approved_by",
-                        "message",
-                        "email_message_id",
-                        "updated_at",
-                    ]
-                )
-                summary.queued += 1
-                if message.state == MessageState.SENT:
-                    # Sent under this key before (a recomputed twin): record it, send nothing.
-                    _mark_sent(notice, message)
-            elif notice.state == NoticeState.FAILED and notice.message is not None:
-                outbox.message_retry(message=notice.message)
-                notice.state = NoticeState.QUEUED
-                notice.last_error = ""
-                notice.save(update_fields=["state", "last_error", "updated_at"])
-                summary.retried += 1
-            else:
-                summary.skipped += 1
-            if progress and done % 500 == 0:
-                progress(done, len(rows))
+                .order_by("pk")
+            )
+            for notice in rows:
+                _approve_one(notice, actor=actor, now=now, summary=summary)
+            done += len(chunk)
+            if progress and len(ids) > len(chunk):
+                progress(done, len(ids))
     return summary
+
+
+def _chunks(items: list[int], size: int = 1000) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _approve_one(
+    notice: CreditNotice, *, actor: AbstractBaseUser | None, now: datetime, summary: SendSummary
+) -> None:
+    if notice.state in (NoticeState.COMPUTED, NoticeState.APPROVED):
+        subject, text, html = emails.render_credit_notice(notice)
+        message = outbox.email_enqueue(
+            key=notice_outbox_key(notice),
+            to=list(notice.customer.billing_emails),
+            subject=subject,
+            text=text,
+            html=html,
+            purpose=OUTBOX_PURPOSE,
+            ref=f"notice:{notice.pk}",
+        )
+        notice.state = NoticeState.QUEUED
+        notice.approved_at = now
+        notice.approved_by = actor  # type: ignore[assignment]
+        notice.message = message
+        notice.email_message_id = message.message_id
+        notice.save(
+            update_fields=["state", "approved_at", "approved_by", "message", "email_message_id", "updated_at"]
+        )
+        summary.queued += 1
+        if message.state == MessageState.SENT:
+            # Sent under this key before (a recomputed twin): record it, send nothing.
+            _mark_sent(notice, message)
+    elif notice.state == NoticeState.FAILED and notice.message is not None:
+        outbox.message_retry(message=notice.message)
+        notice.state = NoticeState.QUEUED
+        notice.last_error = ""
+        notice.save(update_fields=["state", "last_error", "updated_at"])
+        summary.retried += 1
+    else:
+        summary.skipped += 1
 
 
 @transaction.atomic

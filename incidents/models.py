@@ -225,28 +225,34 @@ class Incident(models.Model):
                 condition=(Q(kind="incident", status__in=[s.value for s in INCIDENT_STATUSES]))
                 | Q(kind="maintenance", status__in=[s.value for s in MAINTENANCE_STATUSES]),
                 name="incident_status_matches_kind",
+                violation_error_message="This status does not fit the kind (incident or maintenance).",
             ),
             models.CheckConstraint(
                 condition=Q(resolved_at__isnull=True) | Q(resolved_at__gte=F("started_at")),
                 name="incident_resolved_after_start",
+                violation_error_message="The resolution time cannot be before the start.",
             ),
             models.CheckConstraint(
                 condition=Q(detected_at__isnull=True) | Q(detected_at__gte=F("started_at")),
                 name="incident_detected_after_start",
+                violation_error_message="The detection time cannot be before the start.",
             ),
             models.CheckConstraint(
                 condition=Q(mitigated_at__isnull=True) | Q(mitigated_at__gte=F("started_at")),
                 name="incident_mitigated_after_start",
+                violation_error_message="The mitigation time cannot be before the start.",
             ),
             models.CheckConstraint(
                 condition=Q(scheduled_for__isnull=True)
                 | Q(scheduled_until__isnull=True)
                 | Q(scheduled_until__gte=F("scheduled_for")),
                 name="incident_schedule_ordered",
+                violation_error_message="The scheduled end cannot be before the scheduled start.",
             ),
             models.CheckConstraint(
                 condition=Q(kind="incident") | Q(scheduled_for__isnull=False),
                 name="maintenance_has_schedule",
+                violation_error_message="Scheduled maintenance needs a scheduled start.",
             ),
             models.CheckConstraint(condition=~Q(recurrence_of=F("id")), name="incident_not_own_recurrence"),
         ]
@@ -296,6 +302,7 @@ class ImpactWindow(models.Model):
             models.CheckConstraint(
                 condition=Q(ended_at__isnull=True) | Q(ended_at__gte=F("started_at")),
                 name="window_end_after_start",
+                violation_error_message="An impact window cannot end before it starts.",
             ),
         ]
         indexes = [
@@ -360,6 +367,7 @@ class IncidentReport(models.Model):
             models.CheckConstraint(
                 condition=~Q(status="published") | Q(published_at__isnull=False),
                 name="report_published_has_time",
+                violation_error_message="A published report needs a publication time.",
             ),
         ]
 

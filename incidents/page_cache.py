@@ -249,17 +249,19 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
             lock_key = f"lock:{key}"
             locked = _cache_add(lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
             if locked is False:
-                # Someone else is rebuilding this version: wait a little for their result,
-                # then fall back to the previous render rather than adding to the load.
+                # Someone else is rebuilding this page. Serve the previous render at once
+                # (stale-while-revalidate: it is at most one rebuild old) rather than
+                # queueing behind the rebuild or adding to the database's load. Only a
+                # page never rendered before waits for the first build.
+                previous = _cache_get(f"page:{key_name}:last")
+                if previous is not None:
+                    return page_response(request, previous)
                 deadline = time.monotonic() + settings.PUBLIC_CACHE_WAIT
                 while time.monotonic() < deadline:
                     time.sleep(0.02)
                     page = _cache_get(key)
                     if page is not None:
                         return page_response(request, page)
-                previous = _cache_get(f"page:{key_name}:last")
-                if previous is not None:
-                    return page_response(request, previous)
             try:
                 try:
                     response = _build(view, request, args, kwargs)

@@ -108,6 +108,10 @@ def test_it_validates_api_input(client, alice, gmail_setup) -> None:  # type: ig
     assert "period" in bad_period.json()["error"]["fields"]
     nothing = client.post("/api/v1/credit-notices/approve/", {}, content_type="application/json", **auth)
     assert nothing.status_code == 400
+    huge = client.post(
+        "/api/v1/credit-notices/approve/", {"ids": [10**30]}, content_type="application/json", **auth
+    )
+    assert huge.status_code == 400  # not a database overflow
     injected = client.post(
         "/api/v1/customers/",
         {"name": "Evil\r\nBcc: x@example.com", "billing_emails": ["a@example.com"]},

@@ -81,12 +81,12 @@ def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
 ) -> None:
     # Each SMTP session stalls in RCPT (before any message data), so the kill below hits
     # a worker in the middle of a send without the server having accepted that message.
-    smtp.handler.rcpt_delay = 0.3
+    smtp.handler.rcpt_delay = 0.6
     _computed_notices(10)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port), concurrency=1) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 3), worker.log()
-        assert smtp.handler.in_rcpt.wait(10)
+        assert smtp.handler.wait_early_in_rcpt()
         worker.kill()
         assert len(smtp.handler.snapshot()) < 10
         assert CreditNotice.objects.filter(state=NoticeState.QUEUED).exists()

@@ -58,6 +58,7 @@ class SinkHandler:
     # Set whenever a client is stalled in RCPT (a safe moment to kill the sender: nothing
     # of the message has been transmitted yet).
     in_rcpt: threading.Event = field(default_factory=threading.Event)
+    rcpt_entered_at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def handle_EHLO(
@@ -87,6 +88,7 @@ class SinkHandler:
         if refused:
             return refused
         if self.rcpt_delay:
+            self.rcpt_entered_at = time.monotonic()
             self.in_rcpt.set()
             await asyncio.sleep(self.rcpt_delay)
             self.in_rcpt.clear()
@@ -103,6 +105,16 @@ class SinkHandler:
         return "250 Message accepted for delivery"
 
     # --- helpers for assertions ---------------------------------------------------------
+
+    def wait_early_in_rcpt(self, timeout: float = 10.0) -> bool:
+        """Wait until a client has just entered the RCPT stall (less than a third of it
+        gone), so that a kill issued now surely lands before any message data is sent."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.in_rcpt.is_set() and time.monotonic() - self.rcpt_entered_at < self.rcpt_delay / 3:
+                return True
+            time.sleep(0.002)
+        return False
 
     def snapshot(self) -> list[Received]:
         with self.lock:

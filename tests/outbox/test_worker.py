@@ -80,12 +80,12 @@ def test_it_survives_a_sigkill_mid_batch(
 ) -> None:
     # Each delivery stalls in RCPT, before any of the message is transmitted, so the
     # kill below lands where a lost message would be lost, not where a duplicate is legal.
-    smtp.handler.rcpt_delay = 0.3
+    smtp.handler.rcpt_delay = 0.6
     messages = _enqueue_batch(12)
     env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
     with running_worker(env, concurrency=1) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 4), f"{_states()}\n{worker.log()}"
-        assert smtp.handler.in_rcpt.wait(10)
+        assert smtp.handler.wait_early_in_rcpt()
         worker.kill()
         received_at_kill = len(smtp.handler.snapshot())
         assert received_at_kill < 12
