@@ -18,6 +18,7 @@ It prints requests per second, p99 latency and the ratios the targets are stated
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -125,10 +126,8 @@ class TcpProxy:
             pass
         finally:
             for s in (a, b):
-                try:
+                with contextlib.suppress(OSError):
                     s.close()
-                except OSError:
-                    pass
 
     def cut(self) -> None:
         self.up = False
@@ -142,7 +141,9 @@ class TcpProxy:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432/statuspage_bench")
@@ -184,7 +185,9 @@ def main() -> None:
     env.pop("REDIS_URL", None)  # per-process local cache: what a single box runs
     print("preparing the demo database ...", flush=True)
     subprocess.run([str(PY), "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([str(PY), "manage.py", "load_demo"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(PY), "manage.py", "load_demo"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
+    )
 
     gunicorn = subprocess.Popen(
         [str(PY), "-m", "gunicorn", "--config", "docker/gunicorn.conf.py", "statuspage.wsgi",
@@ -260,9 +263,15 @@ http {{
         # run uses a 5 s TTL), so every request takes the snapshot path.
         proxy.cut()
         time.sleep(6)
-        r = urllib.request.urlopen(urllib.request.Request(app + "/", headers={"Cache-Control": "no-cache"}), timeout=10)
-        print(f"\nwith the database unreachable: / answered {r.status}, X-Status-Snapshot={r.headers.get('X-Status-Snapshot')}")
-        results["F"] = run_wrk("/ with the database unreachable (gunicorn)", app + "/", duration=d, connections=c)
+        r = urllib.request.urlopen(
+            urllib.request.Request(app + "/", headers={"Cache-Control": "no-cache"}), timeout=10
+        )
+        print(
+            f"\nwith the database unreachable: / answered {r.status}, X-Status-Snapshot={r.headers.get('X-Status-Snapshot')}"
+        )
+        results["F"] = run_wrk(
+            "/ with the database unreachable (gunicorn)", app + "/", duration=d, connections=c
+        )
         code = 0
         try:
             urllib.request.urlopen(app + "/history/", timeout=10)

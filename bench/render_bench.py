@@ -22,6 +22,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 def setup_django(database_url: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "statuspage.settings"
-    os.environ.update(DEBUG="0", SECRET_KEY="bench-only", STATIC_MANIFEST="0", DATABASE_URL=database_url)
+    os.environ.update(DEBUG="0", STATIC_MANIFEST="0", DATABASE_URL=database_url)
+    os.environ["SECRET_KEY"] = "bench-only"  # noqa: S105 - a throwaway process, never served
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     os.environ.pop("REDIS_URL", None)
     import django
@@ -97,7 +99,12 @@ def add_incidents(count: int, products: list, now: datetime, offset: int = 0) ->
                 )
             )
             updates.append(
-                IncidentUpdate(incident_id=inc.id, status="resolved", body="Resolved.", display_at=inc.resolved_at)
+                IncidentUpdate(
+                    incident_id=inc.id,
+                    status="resolved",
+                    body="Resolved.",
+                    display_at=inc.resolved_at or inc.started_at,
+                )
             )
         ImpactWindow.objects.bulk_create(windows)
         IncidentUpdate.objects.bulk_create(updates)
@@ -111,7 +118,7 @@ def measure(repeat: int) -> tuple[float, int, int]:
 
     from incidents import views
 
-    view = views.status_index
+    view: Any = views.status_index
     if getattr(view, "shed_exempt", False):
         view = view.__wrapped__  # skip the page cache: measure the rebuild itself
     rf = RequestFactory()
@@ -130,7 +137,9 @@ def measure(repeat: int) -> tuple[float, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench' / 'render.sqlite3'}")
     args = parser.parse_args()
@@ -149,7 +158,9 @@ def main() -> None:
         add_incidents(1000, products, now)
         t, q, b = measure(args.repeat)
         rows.append(("products", n_products, 1000, t, q, b))
-        print(f"  {n_products:>6} products: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB", flush=True)
+        print(
+            f"  {n_products:>6} products: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB", flush=True
+        )
 
     print("series 2: history grows, 100 products", flush=True)
     reset_database()
@@ -160,10 +171,15 @@ def main() -> None:
         have = n_incidents
         t, q, b = measure(args.repeat)
         rows.append(("history", 100, n_incidents, t, q, b))
-        print(f"  {n_incidents:>6} incidents: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB", flush=True)
+        print(
+            f"  {n_incidents:>6} incidents: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB",
+            flush=True,
+        )
 
     print()
-    print(f"{'series':10}{'products':>10}{'incidents':>11}{'ms':>10}{'queries':>9}{'time ratio':>12}{'data ratio':>12}")
+    print(
+        f"{'series':10}{'products':>10}{'incidents':>11}{'ms':>10}{'queries':>9}{'time ratio':>12}{'data ratio':>12}"
+    )
     for series in ("products", "history"):
         base = next(r for r in rows if r[0] == series)
         for r in (r for r in rows if r[0] == series):
@@ -172,7 +188,9 @@ def main() -> None:
                 f"{r[3] / base[3]:>12.2f}{r[2] / base[2] if series == 'history' else r[1] / base[1]:>12.0f}"
             )
     flat = len({r[4] for r in rows}) == 1
-    print(f"\nqueries per render constant across all sizes: {'yes' if flat else 'NO'} ({sorted({r[4] for r in rows})})")
+    print(
+        f"\nqueries per render constant across all sizes: {'yes' if flat else 'NO'} ({sorted({r[4] for r in rows})})"
+    )
 
 
 if __name__ == "__main__":
