@@ -279,7 +279,7 @@ def credits_compute(
             CreditNotice.incidents.through.objects.filter(creditnotice_id__in=chunk).delete()
             CreditNotice.objects.filter(pk__in=chunk, state=NoticeState.COMPUTED).delete()
         summary.removed = len(stale)
-        if progress:
+        if progress and summary.customers_considered >= batch:
             progress(summary.customers_considered, summary.customers_considered)
     return summary
 
@@ -442,8 +442,10 @@ def _approve_one(
         )
         summary.queued += 1
         if message.state == MessageState.SENT:
-            # Sent under this key before (a recomputed twin): record it, send nothing.
-            _mark_sent(notice, message)
+            # Sent under this key before (the first notice for this customer, policy and
+            # month was deleted by hand and computed again): record it, send nothing, and
+            # leave the term alone: the first notice already moved it.
+            _mark_sent(notice, message, extend_term=False)
     elif notice.state == NoticeState.FAILED and notice.message is not None:
         outbox.message_retry(message=notice.message)
         notice.state = NoticeState.QUEUED
@@ -467,14 +469,14 @@ def credits_cancel(*, notice: CreditNotice, actor: AbstractBaseUser | None = Non
     return notice
 
 
-def _mark_sent(notice: CreditNotice, message: OutboundMessage) -> None:
+def _mark_sent(notice: CreditNotice, message: OutboundMessage, *, extend_term: bool = True) -> None:
     if notice.state == NoticeState.SENT:
         return
     notice.state = NoticeState.SENT
     notice.sent_at = message.sent_at or timezone.now()
     notice.last_error = ""
     fields = ["state", "sent_at", "last_error", "updated_at"]
-    if notice.unit == CreditNotice.Unit.DAYS and notice.term_extended_at is None:
+    if extend_term and notice.unit == CreditNotice.Unit.DAYS and notice.term_extended_at is None:
         customer = Customer.objects.select_for_update().get(pk=notice.customer_id)
         if customer.term_end_date is not None:
             # term_extended_at is the once-only guard: a redelivered handler call finds

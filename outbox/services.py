@@ -23,6 +23,7 @@ import hashlib
 import logging
 import random
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -234,9 +235,20 @@ def webhook_enqueue(
     )
 
 
+# After a failed publish, skip publishing for a while: with the broker down, each try
+# costs a connect timeout, and a request that queued 50 emails must not wait 50 of them.
+# The rows are durable; the sweeper enqueues them once the broker is back.
+BROKER_BACKOFF_SECONDS = 10.0
+_broker_down_until = 0.0
+
+
 def _publish(message_id: int, countdown: float | None = None) -> None:
+    global _broker_down_until
     from outbox.tasks import deliver_message
 
+    if time.monotonic() < _broker_down_until:
+        logger.info("outbox: broker recently unreachable; message %s left for the sweeper", message_id)
+        return
     try:
         # No publish retries: with Redis down the request must not hang. The row is
         # durable and the sweeper enqueues it again once Redis is back.
@@ -245,6 +257,7 @@ def _publish(message_id: int, countdown: float | None = None) -> None:
         else:
             deliver_message.apply_async((message_id,), countdown=countdown, retry=False)
     except Exception:
+        _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.warning(
             "outbox: could not enqueue message %s; the sweeper will retry", message_id, exc_info=True
         )

@@ -15,7 +15,8 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default)
+    """The variable's value; an empty value counts as unset."""
+    return os.environ.get(name) or default
 
 
 def env_bool(name: str, default: bool = False) -> bool:

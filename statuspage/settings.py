@@ -145,6 +145,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
+    # Publishing gives up after one quick reconnect instead of kombu's default series: with
+    # Redis down, a web request that queues mail must answer fast. The outbox rows are in
+    # the database and the sweeper enqueues them when Redis is back.
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = "UTC"
@@ -362,7 +369,7 @@ WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
 # task; a fresh PostgreSQL connection per email cost ~50 ms and capped delivery at a fraction
 # of what the workers can do (bench/credits_bench.py). Connections are recycled after
 # 2 x this many tasks, and a broken one fails one task, which the outbox sweeper recovers.
-CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100)
+CELERY_DB_REUSE_MAX = 100
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},

@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from tests.outbox.conftest import broker, smtp
+from tests.outbox.conftest import broker, outbox_redis_url, smtp
 
-__all__ = ["broker", "smtp"]
+__all__ = ["broker", "outbox_redis_url", "smtp"]

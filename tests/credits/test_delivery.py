@@ -62,10 +62,10 @@ def _assert_each_notice_received_once(smtp: SmtpSink, n: int) -> None:
 
 
 def test_it_delivers_each_approved_notice_exactly_once(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     _computed_notices(15)
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         summary = services.credits_approve_and_send(notices=CreditNotice.objects.all())
         assert summary.queued == 15
         assert _wait(_settled), worker.log()
@@ -77,14 +77,14 @@ def test_it_delivers_each_approved_notice_exactly_once(
 
 
 def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     # Each SMTP session stalls in RCPT (before any message data), so the kill below hits
     # a worker in the middle of a send without the server having accepted that message.
     smtp.handler.rcpt_delay = 0.6
     _computed_notices(10)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port), concurrency=1) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port), concurrency=1) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 3), worker.log()
         assert smtp.handler.wait_early_in_rcpt()
         worker.kill()
@@ -98,26 +98,26 @@ def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
 
 
 def test_it_delivers_queued_notices_after_redis_comes_back_empty(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     _computed_notices(8)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
     assert broker.llen("celery") == 8
     broker.flushdb()  # what a Redis restarted without its data looks like to us
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(_settled), worker.log()
         time.sleep(3)
     _assert_each_notice_received_once(smtp, 8)
 
 
 def test_it_delivers_once_after_an_smtp_451_spell_within_the_budget(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, settings
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink, settings
 ) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_MAX_ATTEMPTS = 12  # stamped on the rows queued by this process
     smtp.handler.mail_reply = "451 4.7.1 Greylisted, try again later"
     _computed_notices(4)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         time.sleep(1.5)
         assert smtp.handler.snapshot() == []
         assert 4 <= smtp.handler.connections <= 4 * 12
@@ -137,13 +137,13 @@ def test_it_delivers_once_after_an_smtp_451_spell_within_the_budget(
 
 
 def test_it_fails_a_refused_recipient_once_and_shows_it_to_staff(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, staff_client
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink, staff_client
 ) -> None:  # type: ignore[no-untyped-def]
     _computed_notices(3)
     refused = Customer.objects.get(name="Customer 01")
     smtp.handler.refuse_rcpt[refused.billing_emails[0]] = "550 5.1.1 Recipient address rejected"
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(_settled), worker.log()
         time.sleep(2.5)  # sweeps pass; a failed notice is not retried
     failed = CreditNotice.objects.get(customer=refused)

@@ -304,3 +304,24 @@ def test_it_does_not_link_internal_incidents(smtp: SmtpSink, django_capture_on_c
     assert "Internal database failover" not in raw
     assert hidden.public_id not in raw
     assert Incident.objects.count() == 1
+
+
+def test_it_never_mails_or_extends_twice_when_a_sent_notice_is_recreated(
+    gmail_2009, smtp: SmtpSink, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    gmail, _ = gmail_2009
+    acme = builders.customer("Acme", policy=builders.workspace_policy(), products=[(gmail, None)])
+    services.credits_compute(period="2009-09")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    # Someone deletes the sent notice by hand (the admin does not allow it) and recomputes.
+    CreditNotice.objects.all().delete()
+    services.credits_compute(period="2009-09")
+    with django_capture_on_commit_callbacks(execute=True):
+        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    twin = CreditNotice.objects.get()
+    assert twin.state == NoticeState.SENT
+    assert OutboundMessage.objects.count() == 1
+    assert len(smtp.handler.snapshot()) == 1
+    acme.refresh_from_db()
+    assert acme.term_end_date == date(2010, 2, 3)

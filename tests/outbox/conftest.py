@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -24,22 +25,33 @@ def smtp(settings: Any) -> Iterator[SmtpSink]:
         yield sink
 
 
+# The SLA/outbox integration tests own Redis database 14 (other suites use other numbers),
+# whatever database TEST_REDIS_URL names: they flush it.
+OUTBOX_REDIS_DB = 14
+
+
 @pytest.fixture
-def broker(redis_url: str) -> Iterator[redis.Redis]:
+def outbox_redis_url(redis_url: str) -> str:
+    parts = urlsplit(redis_url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{OUTBOX_REDIS_DB}", parts.query, parts.fragment))
+
+
+@pytest.fixture
+def broker(outbox_redis_url: str) -> Iterator[redis.Redis]:
     """Point this process's Celery app at the real Redis test database (not eager).
 
     The database is flushed before and after, so nothing queued leaks between tests.
     """
     from statuspage.celery import app
 
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(outbox_redis_url)
     client.flushdb()
     saved = {
         "broker_url": app.conf.broker_url,
         "task_always_eager": app.conf.task_always_eager,
         "broker_transport_options": app.conf.broker_transport_options,
     }
-    app.conf.broker_url = redis_url  # type: ignore[misc]
+    app.conf.broker_url = outbox_redis_url  # type: ignore[misc]
     app.conf.task_always_eager = False
     app.conf.broker_transport_options = {
         "visibility_timeout": 30,

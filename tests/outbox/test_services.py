@@ -447,3 +447,47 @@ def test_it_refuses_bad_webhook_urls(url: str) -> None:
     with pytest.raises(ValidationError):
         services.webhook_enqueue(key="u", url=url, payload={}, secret="s")
     assert OutboundMessage.objects.count() == 0
+
+
+def test_it_commits_quickly_and_leaves_delivery_to_the_sweeper_when_the_broker_is_down(  # type: ignore[no-untyped-def]
+    smtp: SmtpSink, settings, django_capture_on_commit_callbacks
+) -> None:
+    from statuspage.celery import app
+    from tests.outbox.smtp import free_port
+
+    saved = (app.conf.broker_url, app.conf.task_always_eager, app.conf.broker_transport_options)
+    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"  # type: ignore[misc]  # nothing listens
+    app.conf.task_always_eager = False
+    app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    app._pool = None  # type: ignore[attr-defined]
+    app.amqp._producer_pool = None  # type: ignore[attr-defined]
+    services._broker_down_until = 0.0
+    try:
+        started = time.monotonic()
+        with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            for i in range(30):
+                _enqueue(f"down-{i}")
+        elapsed = time.monotonic() - started
+    finally:
+        app.conf.broker_url, app.conf.task_always_eager, app.conf.broker_transport_options = saved  # type: ignore[misc]
+        app._pool = None  # type: ignore[attr-defined]
+        app.amqp._producer_pool = None  # type: ignore[attr-defined]
+        services._broker_down_until = 0.0
+    assert elapsed < 5  # one connect timeout, not thirty
+    assert OutboundMessage.objects.filter(state=MessageState.PENDING).count() == 30
+    assert smtp.handler.snapshot() == []
+    # The broker is back (here: in-process execution); the sweeper delivers every row.
+    OutboundMessage.objects.update(next_attempt_at=timezone.now() - timedelta(minutes=5))  # a while later
+    result = services.outbox_sweep()
+    assert result.requeued == 30
+    assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
+    assert len(smtp.handler.snapshot()) == 30
+
+
+def test_it_refuses_retry_caps_near_the_visibility_timeout(settings) -> None:  # type: ignore[no-untyped-def]
+    from outbox.checks import check_retry_cap
+
+    assert check_retry_cap() == []
+    settings.OUTBOX_RETRY_MAX_DELAY = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    settings.OUTBOX_LEASE_SECONDS = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+    assert [e.id for e in check_retry_cap()] == ["outbox.E001", "outbox.E002"]

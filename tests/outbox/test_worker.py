@@ -60,11 +60,11 @@ def _assert_exactly_once(smtp: SmtpSink, messages: list[OutboundMessage]) -> Non
 
 
 def test_it_delivers_each_message_exactly_once(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     messages = _enqueue_batch(20)
     assert broker.llen("celery") == 20  # enqueued after each commit
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 20 and _all_final()), (
             f"{_states()}\n{worker.log()}"
         )
@@ -76,13 +76,13 @@ def test_it_delivers_each_message_exactly_once(
 
 
 def test_it_survives_a_sigkill_mid_batch(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     # Each delivery stalls in RCPT, before any of the message is transmitted, so the
     # kill below lands where a lost message would be lost, not where a duplicate is legal.
     smtp.handler.rcpt_delay = 0.6
     messages = _enqueue_batch(12)
-    env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
+    env = worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)
     with running_worker(env, concurrency=1) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 4), f"{_states()}\n{worker.log()}"
         assert smtp.handler.wait_early_in_rcpt()
@@ -104,13 +104,13 @@ def test_it_survives_a_sigkill_mid_batch(
 
 
 def test_it_delivers_everything_after_redis_loses_the_queue(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     messages = _enqueue_batch(10)
     assert broker.llen("celery") == 10
     broker.flushdb()  # Redis restarted with an empty dataset: every queued task is gone
     assert broker.llen("celery") == 0
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         # Only the beat-driven sweeper can know about these rows now.
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 10 and _all_final()), (
             f"{_states()}\n{worker.log()}"
@@ -120,13 +120,13 @@ def test_it_delivers_everything_after_redis_loses_the_queue(
 
 
 def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink, settings
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink, settings
 ) -> None:  # type: ignore[no-untyped-def]
     # The budget is stamped on each row when it is queued (here, in the test process).
     settings.OUTBOX_MAX_ATTEMPTS = 12
     smtp.handler.mail_reply = "451 4.3.0 Temporary local problem, try again later"
     messages = _enqueue_batch(5)
-    env = worker_env(redis_url=redis_url, smtp_port=smtp.port)
+    env = worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)
     with running_worker(env) as worker:
         time.sleep(1.5)
         assert smtp.handler.snapshot() == []
@@ -152,11 +152,11 @@ def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(
 
 
 def test_it_fails_a_refused_recipient_once_and_delivers_the_rest(
-    postgres, broker: redis.Redis, redis_url: str, smtp: SmtpSink
+    postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     smtp.handler.refuse_rcpt["customer1@example.com"] = "550 5.1.1 Mailbox unavailable"
     messages = _enqueue_batch(3)
-    with running_worker(worker_env(redis_url=redis_url, smtp_port=smtp.port)) as worker:
+    with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 2 and _all_final()), (
             f"{_states()}\n{worker.log()}"
         )
