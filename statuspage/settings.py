@@ -96,7 +96,11 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------
-DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'statuspage.sqlite3'}")
+DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL:
+    # Embedded default: a SQLite file in VAR_DIR, which a fresh clone does not have yet.
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASE_URL = f"sqlite:///{VAR_DIR / 'statuspage.sqlite3'}"
 DATABASES = {
     "default": dj_database_url.parse(
         DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
