@@ -1,8 +1,18 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponsePermanentRedirect
+from django.templatetags.static import static
 from django.urls import include, path
+
+
+def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin). Resolved per
+    # request: the hashed static name is only known once collectstatic has run.
+    return HttpResponsePermanentRedirect(static("css/favicon.svg"))
+
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("favicon.ico", favicon),
     path("", include("incidents.api.urls")),
     path("", include("incidents.urls")),
     path("", include("subscriptions.urls")),
