@@ -262,6 +262,11 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
                     page = _cache_get(key)
                     if page is not None:
                         return page_response(request, page)
+                    if key_name == base_name and _cache_get(DB_DOWN_KEY):
+                        # The build we waited for failed on the database: don't try again.
+                        fallback = snapshot_read(base_name)
+                        if fallback is not None:
+                            return page_response(request, fallback, stale=True)
             try:
                 try:
                     response = _build(view, request, args, kwargs)
