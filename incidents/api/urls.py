@@ -11,12 +11,14 @@ from credits.api import register as register_credits
 from incidents.api import google_feed, statuspage_v2, views
 from incidents.api.routers import build_router
 from incidents.page_cache import public_page
+from subscriptions.api import register as register_subscribers
 
 router = build_router()
 
 # --- Other apps: register staff-only viewsets on `router` here (see routers.py) -----------
 # e.g.  from credits.api import register as register_credits; register_credits(router)
 register_credits(router)  # customers, sla-policies, credit-notices
+register_subscribers(router)  # subscribers (read only)
 # --------------------------------------------------------------------------------------------
 
 v2 = statuspage_v2
