@@ -25,7 +25,10 @@ run: $(VENV)/.installed-dev
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/   (user: staff   password: staff-demo)"
 	@echo "  Emails are written to var/mail/"
 	@echo ""
-	DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a
+	@# process next to the server, since the embedded mode has no Celery beat.
+	DEBUG=1 $(PY) manage.py run_periodic & periodic=$$!; trap 'kill $$periodic 2>/dev/null' EXIT INT TERM; \
+	  DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
