@@ -184,7 +184,7 @@ def main() -> None:
         "VAR_DIR": str(WORK / "var"),
         "DATABASE_URL": f"postgres://{pg['user']}@127.0.0.1:{DB_PROXY_PORT}/{pg['db']}",
         "DB_CONNECT_TIMEOUT": "1",
-        "PUBLIC_CACHE_TTL": "60",
+        "PUBLIC_CACHE_TTL": os.environ.get("BENCH_PUBLIC_CACHE_TTL", "60"),
         "LOG_LEVEL": "ERROR",
         "PYTHONPATH": str(ROOT),
     }
