@@ -54,10 +54,12 @@ class Command(BaseCommand):
                 if not due:
                     continue
                 last_run[name] = timezone.now()
-                close_old_connections()
                 result = app.tasks[task_name].apply()
                 outcome = "failed" if result.failed() else "ok"
                 self.stdout.write(f"{timezone.now():%H:%M:%S} {name}: {outcome}")
             if options["once"]:
                 return
+            # A long-running process: drop connections past CONN_MAX_AGE or broken, as
+            # Django does around each request.
+            close_old_connections()
             time.sleep(options["tick"])
