@@ -186,6 +186,8 @@ def main() -> None:
         "DB_CONNECT_TIMEOUT": "1",
         "PUBLIC_CACHE_TTL": os.environ.get("BENCH_PUBLIC_CACHE_TTL", "60"),
         "LOG_LEVEL": "ERROR",
+        # Steady state: no worker recycling in the middle of a measurement.
+        "GUNICORN_MAX_REQUESTS": "0",
         "PYTHONPATH": str(ROOT),
     }
     env.pop("REDIS_URL", None)  # per-process local cache: what a single box runs
@@ -277,12 +279,12 @@ http {{
 
         d, c = args.duration, args.connections
         results = {
+            "G": run_wrk("/ via nginx 1 s micro-cache -> gunicorn", f"http://127.0.0.1:{NGINX_CACHE_PORT}/", duration=d, connections=c),
             "A": run_wrk("cached / (gunicorn)", app + "/", duration=d, connections=c),
             "B": run_wrk("cached /api/v2/summary.json (gunicorn)", app + "/api/v2/summary.json", duration=d, connections=c),
             "C": run_wrk("bare Django view, same bytes (gunicorn)", app + "/bench/bare/", duration=d, connections=c),
             "D": run_wrk("snapshot via nginx (app down)", f"http://127.0.0.1:{NGINX_PORT}/", duration=d, connections=c),
             "E": run_wrk("nginx static file, same bytes", f"http://127.0.0.1:{NGINX_PORT}/static-index.html", duration=d, connections=c),
-            "G": run_wrk("/ via nginx 1 s micro-cache -> gunicorn", f"http://127.0.0.1:{NGINX_CACHE_PORT}/", duration=d, connections=c),
         }  # fmt: skip
 
         # The database goes away (the proxy to it is cut) and the app restarts, so no

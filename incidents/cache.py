@@ -9,6 +9,7 @@ Redis may be down: failures here are logged and swallowed, never raised to the w
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 
 from django.core.cache import cache
@@ -19,11 +20,17 @@ logger = logging.getLogger(__name__)
 VERSION_KEY = "public-state-version"
 
 
+def new_version() -> str:
+    """A time-based stamp, not a counter: after the cache is flushed or restarted the next
+    stamp is still new, so nothing stale can match it. 16 hex digits of nanoseconds (read
+    back by http_cache.version_time for Last-Modified), then random bits, so two stamps
+    made in the same nanosecond (or under a frozen test clock) still differ."""
+    return f"{time.time_ns():016x}{secrets.randbits(32):08x}"
+
+
 def _bump() -> None:
     try:
-        # A time-based stamp, not a counter: after the cache is flushed or restarted the
-        # next stamp is still new, so nothing stale can match it.
-        cache.set(VERSION_KEY, f"{time.time_ns():x}", timeout=None)
+        cache.set(VERSION_KEY, new_version(), timeout=None)
     except Exception:
         logger.warning("could not bump the public state version", exc_info=True)
 
@@ -37,7 +44,7 @@ def public_state_version() -> str:
     try:
         version = cache.get(VERSION_KEY)
         if version is None:
-            version = f"{time.time_ns():x}"
+            version = new_version()
             cache.add(VERSION_KEY, version, timeout=None)
             version = cache.get(VERSION_KEY, version)
         return str(version)

@@ -70,9 +70,10 @@ def is_anonymous_request(request: HttpRequest) -> bool:
 
 
 def version_time(version: str) -> datetime | None:
-    """The moment a public-state version stamp was made (stamps are hex nanoseconds)."""
+    """The moment a public-state version stamp was made: its first 16 hex digits are
+    nanoseconds since the epoch (see incidents.cache.new_version)."""
     try:
-        return datetime.fromtimestamp(int(version, 16) / 1_000_000_000, tz=UTC)
+        return datetime.fromtimestamp(int(version[:16], 16) / 1_000_000_000, tz=UTC)
     except (ValueError, OverflowError, OSError):
         return None
 

@@ -111,6 +111,29 @@ def _cache_delete(key: str) -> None:
         logger.debug("could not release %s", key)
 
 
+# --- Per-process memo in front of the shared cache ------------------------------------
+# A hit would otherwise fetch and unpickle the whole body from the shared cache (a
+# network round trip with Redis) on every request. Keys carry the version, so a memo
+# entry can only be outdated by the clock, and it expires when the shared entry does.
+
+_memo: dict[str, tuple[float, CachedPage]] = {}
+MEMO_MAX_ENTRIES = 256
+
+
+def _memo_get(key: str) -> CachedPage | None:
+    hit = _memo.get(key)
+    if hit is None or hit[0] <= time.time():
+        return None
+    return hit[1]
+
+
+def _memo_put(key: str, page: CachedPage) -> None:
+    if len(_memo) >= MEMO_MAX_ENTRIES:
+        # Oldest first; a racing thread may have removed it already.
+        _memo.pop(next(iter(_memo), ""), None)
+    _memo[key] = (page.built_at + settings.PUBLIC_CACHE_TTL, page)
+
+
 # --- Snapshots on disk -------------------------------------------------------------------
 
 
@@ -235,7 +258,11 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
                 key_name += ":" + hashlib.sha256(repr(query).encode()).hexdigest()[:16]
             version = public_state_version()
             key = f"page:{key_name}:{version}"
-            page = _cache_get(key)
+            page = _memo_get(key)
+            if page is None:
+                page = _cache_get(key)
+                if page is not None:
+                    _memo_put(key, page)
             if page is not None:
                 return page_response(request, page)
 
@@ -284,6 +311,7 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
                     return response
                 page = CachedPage.from_response(response)
                 _cache_set(key, page, settings.PUBLIC_CACHE_TTL)
+                _memo_put(key, page)
                 _cache_set(f"page:{key_name}:last", page, 86400)
                 if key_name == base_name:
                     snapshot_write(base_name, page)

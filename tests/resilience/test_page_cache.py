@@ -151,3 +151,23 @@ def test_it_keeps_serving_when_the_cache_server_is_down(settings) -> None:
     # Writers are not hurt either: bumping the version swallows the outage.
     public_cache._bump()
     assert public_cache.public_state_version() == "unavailable"
+
+
+def test_it_serves_hits_from_the_process_memo_without_fetching_the_body_again() -> None:
+    from unittest import mock
+
+    from django.core.cache import cache
+
+    view = CountingView()
+    wrapped = page_cache.public_page("test-memo")(view)
+    wrapped(rf.get("/"))
+    with mock.patch.object(cache, "get", wraps=cache.get) as get:
+        assert wrapped(rf.get("/")).status_code == 200
+    fetched = [call.args[0] for call in get.call_args_list]
+    # Only the (small) version stamp is read from the shared cache; the page is local.
+    assert fetched == [public_cache.VERSION_KEY]
+    assert view.calls == 1
+    # A change still shows at once: the new version misses the memo.
+    _bump()
+    wrapped(rf.get("/"))
+    assert view.calls == 2
