@@ -14,11 +14,10 @@ cheap to revalidate and safe for shared caches (CDNs, proxies):
 A request that carries credentials (an `Authorization` header or a session cookie) may
 see staff data, so it is marked `private, no-cache` and never memoised or shared.
 
-Entry points:
-- `public_cache` decorates a plain Django view (function or `View.as_view()`) or a DRF
-  `as_view()` callable;
-- `finalize_public_response` is the same post-processing for code that already holds a
-  response (the DRF mixin in `incidents.api.views` uses it after throttling ran);
+Entry points (the status page, the Statuspage-compatible JSON and the feeds are served
+by `incidents.page_cache.public_page`, which uses the validators and headers defined here):
+- `finalize_public_response` post-processes a response a view already holds (the DRF
+  views in `incidents.api` use it after throttling ran);
 - `memoize_public` keeps an expensive anonymous build in the cache, keyed by the
   public-state version so a change is visible on the next request (no TTL guessing; the
   short timeout only bounds clock-driven changes such as a window that starts later).
@@ -26,13 +25,12 @@ Entry points:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -206,57 +204,3 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
     if key is not None:
         _cache_set(key, value, MEMO_TIMEOUT)
     return value
-
-
-def public_cache(
-    view: ViewFunc | None = None,
-    *,
-    etag: Literal["body", "version"] = "body",
-    memoize: bool = False,
-) -> Any:
-    """Decorate a Django or DRF view callable with the public caching contract.
-
-    `etag="body"` hashes the rendered body (always exact). `etag="version"` derives the
-    ETag from the public-state version and the URL, and answers a matching conditional
-    request with 304 before running the view at all: use it only for views whose output
-    depends on nothing but public data. `memoize=True` stores anonymous 200 bodies per
-    version, so repeated reads skip the view (and the database) until the next change.
-    """
-
-    def decorator(func: ViewFunc) -> ViewFunc:
-        @functools.wraps(func)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-            cacheable = request.method in ("GET", "HEAD") and is_anonymous_request(request)
-            if not cacheable:
-                return finalize_public_response(request, _render(func(request, *args, **kwargs)))
-            version = public_state_version()
-            stamp = version_time(version)
-            fixed_etag: str | None = None
-            if etag == "version" and version != "unavailable":
-                fixed_etag = strong_etag(f"{version}\n{request.build_absolute_uri()}".encode())
-                if is_not_modified(request, fixed_etag, stamp):
-                    probe = HttpResponse()
-                    probe.headers["ETag"] = fixed_etag
-                    if stamp is not None:
-                        probe.headers["Last-Modified"] = http_date(stamp.timestamp())
-                    probe.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
-                    return _not_modified(probe)
-            key = _memo_key("public-page", version, request) if memoize and version != "unavailable" else None
-            if key is not None:
-                hit = _cache_get(key)
-                if hit is not None:
-                    status, content, content_type = hit
-                    response: HttpResponseBase = HttpResponse(
-                        content, status=status, content_type=content_type
-                    )
-                    return finalize_public_response(request, response, last_modified=stamp, etag=fixed_etag)
-            response = _render(func(request, *args, **kwargs))
-            if key is not None and response.status_code == 200 and isinstance(response, HttpResponse):
-                _cache_set(key, (200, response.content, response.headers.get("Content-Type")), MEMO_TIMEOUT)
-            return finalize_public_response(request, response, last_modified=stamp, etag=fixed_etag)
-
-        return wrapper
-
-    if view is not None:
-        return decorator(view)
-    return decorator

@@ -8,12 +8,10 @@ from unittest import mock
 
 import pytest
 from django.db import OperationalError
-from django.http import HttpRequest, HttpResponse
-from django.test import Client, RequestFactory, TestCase
+from django.test import Client, TestCase
 from django.utils.http import http_date
 
 from incidents import cache as public_cache
-from incidents import http_cache
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -145,47 +143,3 @@ def test_it_answers_503_with_retry_after_when_the_database_is_down(anon: Client,
     with mock.patch("incidents.api.statuspage_v2.build_components", side_effect=OperationalError("db down")):
         # No snapshot was ever taken for this URL: 503, not a traceback.
         assert anon.get("/api/v2/components.json").status_code == 503
-
-
-# --- The helper on plain Django views --------------------------------------------------------------
-
-
-def test_it_decorates_plain_django_views(rf: RequestFactory) -> None:
-    calls: list[int] = []
-
-    @http_cache.public_cache
-    def page(request: HttpRequest) -> HttpResponse:
-        calls.append(1)
-        return HttpResponse("<p>All systems operational</p>")
-
-    response = page(rf.get("/"))
-    assert response.status_code == 200
-    assert response["Cache-Control"] == http_cache.PUBLIC_CACHE_CONTROL
-    again = page(rf.get("/", HTTP_IF_NONE_MATCH=response["ETag"]))
-    assert again.status_code == 304 and again.content == b""
-    private = page(rf.get("/", HTTP_COOKIE="sessionid=abc"))
-    assert private["Cache-Control"] == "private, no-cache"
-    assert page(rf.post("/")).get("ETag") is None  # writes are not cached
-    assert len(calls) == 4
-
-
-def test_it_skips_the_view_on_a_version_etag_match_and_memoises(rf: RequestFactory) -> None:
-    calls: list[int] = []
-
-    @http_cache.public_cache(etag="version", memoize=True)
-    def page(request: HttpRequest) -> HttpResponse:
-        calls.append(1)
-        return HttpResponse(f"render {len(calls)}")
-
-    first = page(rf.get("/history/"))
-    assert page(rf.get("/history/")).content == b"render 1"  # memoised
-    assert page(rf.get("/history/", HTTP_IF_NONE_MATCH=first["ETag"])).status_code == 304
-    assert len(calls) == 1
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        from incidents.cache import public_state_changed
-
-        public_state_changed()
-    changed = page(rf.get("/history/", HTTP_IF_NONE_MATCH=first["ETag"]))
-    assert changed.status_code == 200
-    assert changed.content == b"render 2"
-    assert changed["ETag"] != first["ETag"]
