@@ -17,6 +17,7 @@ views of their own; each calls one service.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -735,33 +736,47 @@ class IncidentAdmin(ServiceModelAdmin):
 
     # --- Changelist actions --------------------------------------------------------------
 
-    @admin.action(description="Resolve selected incidents (closes their open impact windows)")
-    def resolve_selected(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
+    def _apply_to_each(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Incident],
+        service: Callable[[Incident], object],
+        *,
+        log: str,
+        done_message: str,
+    ) -> None:
+        """Run one service per selected incident; refusals become warnings, not errors."""
         done = 0
         for incident in queryset:
             try:
-                services.incident_resolve(incident=incident, author=_actor(request))
+                service(incident)
             except ValidationError as exc:
                 self.message_user(request, f"{incident}: {' '.join(exc.messages)}", messages.WARNING)
             else:
                 done += 1
-                self.log_change(request, incident, "Resolved")
+                self.log_change(request, incident, log)
         if done:
-            self.message_user(request, f"Resolved {done} incident(s).", messages.SUCCESS)
+            self.message_user(request, done_message.format(done=done), messages.SUCCESS)
+
+    @admin.action(description="Resolve selected incidents (closes their open impact windows)")
+    def resolve_selected(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
+        self._apply_to_each(
+            request,
+            queryset,
+            lambda incident: services.incident_resolve(incident=incident, author=_actor(request)),
+            log="Resolved",
+            done_message="Resolved {done} incident(s).",
+        )
 
     @admin.action(description="Publish the incident reports of selected incidents")
     def publish_reports(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
-        done = 0
-        for incident in queryset:
-            try:
-                services.report_publish(incident=incident, actor=_actor(request))
-            except ValidationError as exc:
-                self.message_user(request, f"{incident}: {' '.join(exc.messages)}", messages.WARNING)
-            else:
-                done += 1
-                self.log_change(request, incident, "Published the incident report")
-        if done:
-            self.message_user(request, f"Published {done} report(s).", messages.SUCCESS)
+        self._apply_to_each(
+            request,
+            queryset,
+            lambda incident: services.report_publish(incident=incident, actor=_actor(request)),
+            log="Published the incident report",
+            done_message="Published {done} report(s).",
+        )
 
     # --- The incident buttons ------------------------------------------------------------
 
