@@ -36,7 +36,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from incidents import cache as public_cache
+from edge import version as public_cache
 from incidents import services
 from incidents.admin_forms import (
     ImpactWindowInlineForm,

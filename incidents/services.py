@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from incidents import cache as public_cache
+from edge import version as public_cache
 from incidents.models import (
     ActionItem,
     ImpactWindow,

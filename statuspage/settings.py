@@ -49,16 +49,22 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "incidents",
-    "subscriptions",
-    "outbox",
+    # Rooms, top to bottom (import-linter holds the order; see pyproject.toml).
+    "demo",
+    "public",
+    "api",
     "credits",
+    "subscriptions",
+    "incidents",
+    "outbox",
+    "edge",
+    "core",
 ]
 
 MIDDLEWARE = [
-    "statuspage.middleware.SecurityHeadersMiddleware",
+    "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "statuspage.middleware.LoadSheddingMiddleware",
+    "edge.middleware.LoadSheddingMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -67,7 +73,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "statuspage.middleware.DatabaseUnavailableMiddleware",
+    "edge.middleware.DatabaseUnavailableMiddleware",
 ]
 
 # Load shedding: requests one process works on at once before it answers 503 at once.
@@ -89,7 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "incidents.context_processors.site",
+                "public.context_processors.site",
             ],
         },
     },
@@ -197,7 +203,7 @@ UPTIME_WEIGHT_PARTIAL = env_float("UPTIME_WEIGHT_PARTIAL", 0.3)
 UPTIME_WEIGHT_DEGRADED = env_float("UPTIME_WEIGHT_DEGRADED", 0.0)
 STATUS_GRID_DAYS = env_int("STATUS_GRID_DAYS", 14)
 
-# --- Public page cache (incidents/page_cache.py) ------------------------------------------
+# --- Public page cache (edge/page_cache.py) ------------------------------------------
 # Entries are invalidated by the public-state version on every write; this TTL only
 # refreshes clock-driven text such as the running duration of an ongoing incident.
 PUBLIC_CACHE_TTL = env_int("PUBLIC_CACHE_TTL", 60)
@@ -251,14 +257,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
-# The REST API (incidents/api/): one error shape, throttles keyed on the real client
+# The REST API (api/): one error shape, throttles keyed on the real client
 # address, and docs whose assets are served locally (no CDN needed to read them).
 # Proxies in front of us that append to X-Forwarded-For; 0 means REMOTE_ADDR is the
 # client. Never more than are really there: the header is otherwise forgeable.
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
 REST_FRAMEWORK.update(
     {
-        "EXCEPTION_HANDLER": "incidents.api.exceptions.api_exception_handler",
+        "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
         "NUM_PROXIES": NUM_PROXIES,
         "DEFAULT_THROTTLE_RATES": {
             "anon": env_str("API_THROTTLE_ANON", "300/min"),
@@ -282,13 +288,13 @@ SPECTACULAR_SETTINGS.update(
         # One named enum per choice set, instead of generated names like StatusC00Enum.
         "ENUM_NAME_OVERRIDES": {
             "IncidentStatusEnum": "incidents.models.IncidentStatus",
-            "IncidentOnlyStatusEnum": "incidents.api.statuspage_v2.INCIDENT_STATUS_VALUES",
-            "MaintenanceStatusEnum": "incidents.api.statuspage_v2.MAINTENANCE_STATUS_VALUES",
-            "OpenIncidentStatusEnum": "incidents.api.serializers.OPEN_INCIDENT_STATUSES",
-            "OpenMaintenanceStatusEnum": "incidents.api.serializers.OPEN_MAINTENANCE_STATUSES",
-            "ComponentStatusEnum": "incidents.api.serializers.PRODUCT_STATUSES",
+            "IncidentOnlyStatusEnum": "api.statuspage_v2.INCIDENT_STATUS_VALUES",
+            "MaintenanceStatusEnum": "api.statuspage_v2.MAINTENANCE_STATUS_VALUES",
+            "OpenIncidentStatusEnum": "api.serializers.OPEN_INCIDENT_STATUSES",
+            "OpenMaintenanceStatusEnum": "api.serializers.OPEN_MAINTENANCE_STATUSES",
+            "ComponentStatusEnum": "api.serializers.PRODUCT_STATUSES",
             "IncidentImpactEnum": "incidents.models.IncidentImpact",
-            "StatuspageIndicatorEnum": "incidents.api.statuspage_v2.INDICATORS",
+            "StatuspageIndicatorEnum": "api.statuspage_v2.INDICATORS",
             "ReportStatusEnum": "incidents.models.ReportStatus",
             "ReportKindEnum": "incidents.models.ReportKind",
             "ActionStatusEnum": "incidents.models.ActionStatus",

@@ -13,7 +13,7 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("favicon.ico", favicon),
-    path("", include("incidents.api.urls")),
-    path("", include("incidents.urls")),
+    path("", include("api.urls")),
+    path("", include("public.urls")),
     path("", include("subscriptions.urls")),
 ]

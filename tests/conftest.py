@@ -89,7 +89,7 @@ def _own_var_dir(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
 def _clear_cache() -> Iterator[None]:
     from django.core.cache import cache
 
-    from incidents import page_cache
+    from edge import page_cache
 
     cache.clear()
     # The per-process memo too: under frozen time two tests can mint the same version.

@@ -11,7 +11,7 @@ from django.db import OperationalError
 from django.test import Client, TestCase
 from django.utils.http import http_date
 
-from incidents import cache as public_cache
+from edge import version as public_cache
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_it_serves_the_last_snapshot_when_the_database_is_down(anon: Client, wor
     assert good.status_code == 200
     # A change the app cannot render any more: the cached copy is outdated, the build fails.
     public_cache._bump()
-    with mock.patch("incidents.api.statuspage_v2.build_components", side_effect=OperationalError("db down")):
+    with mock.patch("api.statuspage_v2.build_components", side_effect=OperationalError("db down")):
         stale = anon.get("/api/v2/summary.json")
     assert stale.status_code == 200
     assert stale.json() == good.json()
@@ -140,6 +140,6 @@ def test_it_answers_503_with_retry_after_when_the_database_is_down(anon: Client,
     assert response.status_code == 503
     assert response["Retry-After"] == "30"
     assert response.json()["error"]["code"] == "unavailable"
-    with mock.patch("incidents.api.statuspage_v2.build_components", side_effect=OperationalError("db down")):
+    with mock.patch("api.statuspage_v2.build_components", side_effect=OperationalError("db down")):
         # No snapshot was ever taken for this URL: 503, not a traceback.
         assert anon.get("/api/v2/components.json").status_code == 503

@@ -9,7 +9,7 @@ import pytest
 from django.core.cache import caches
 from django.test import Client
 
-from incidents.api.throttling import client_address
+from api.throttling import client_address
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db

@@ -295,7 +295,7 @@ def test_it_refuses_a_bad_period_in_the_command(db) -> None:  # type: ignore[no-
 
 def test_it_loads_a_reviewable_demo(db) -> None:  # type: ignore[no-untyped-def]
     from credits import demo
-    from incidents import demo as incidents_demo
+    from demo import incidents as incidents_demo
 
     incidents_demo.load()
     first = demo.load()

@@ -12,7 +12,8 @@ from django.core import mail
 from django.core.management import call_command
 from django.db.models import Model
 
-from incidents import demo, selectors
+from demo import incidents as demo
+from incidents import selectors
 from incidents.intervals import format_duration
 from incidents.models import (
     ActionItem,

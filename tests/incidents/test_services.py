@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
-from incidents import cache, services
+from edge import version as cache
+from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
 from tests.builders import make_incident, make_location, make_product, utc
 

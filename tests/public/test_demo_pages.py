@@ -12,8 +12,8 @@ from django.test import Client
 from django.utils import timezone
 from freezegun import freeze_time
 
-from incidents import public_selectors
 from incidents.models import Incident
+from public import pages as public_selectors
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from freezegun import freeze_time
 
-from incidents import public_selectors, services
+from incidents import services
 from incidents.models import ImpactWindow, Incident
+from public import pages as public_selectors
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 from tests.public.helpers import add_window, publish_report
 

@@ -7,16 +7,16 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from credits.api import register as register_credits
-from incidents.api import google_feed, statuspage_v2, views
-from incidents.api.routers import build_router
-from incidents.page_cache import public_page
-from subscriptions.api import register as register_subscribers
+from api import google_feed, statuspage_v2, views
+from api.credits import register as register_credits
+from api.routers import build_router
+from api.subscribers import register as register_subscribers
+from edge.page_cache import public_page
 
 router = build_router()
 
 # --- Other apps: register staff-only viewsets on `router` here (see routers.py) -----------
-# e.g.  from credits.api import register as register_credits; register_credits(router)
+# e.g.  from api.credits import register as register_credits; register_credits(router)
 register_credits(router)  # customers, sla-policies, credit-notices
 register_subscribers(router)  # subscribers (read only)
 # --------------------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ v2 = statuspage_v2
 
 
 def cached(name: str, view: type) -> Any:
-    """A public read served through the versioned page cache (incidents.page_cache)."""
+    """A public read served through the versioned page cache (edge.page_cache)."""
     return public_page(name)(view.as_view())  # type: ignore[attr-defined]
 
 

@@ -11,8 +11,8 @@ from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.test import RequestFactory
 
-from incidents import cache as public_cache
-from incidents import page_cache
+from edge import page_cache
+from edge import version as public_cache
 
 rf = RequestFactory()
 

@@ -27,10 +27,9 @@ from rest_framework.routers import APIRootView
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
-from incidents import selectors, services
-from incidents.api import serializers as s
-from incidents.api.authentication import API_AUTHENTICATION
-from incidents.api.filters import (
+from api import serializers as s
+from api.authentication import API_AUTHENTICATION
+from api.filters import (
     ActionItemFilterSerializer,
     IncidentFilterSerializer,
     MaintenanceFilterSerializer,
@@ -38,9 +37,10 @@ from incidents.api.filters import (
     filter_incidents,
     order_by,
 )
-from incidents.api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
-from incidents.api.throttling import DEFAULT_THROTTLES
-from incidents.http_cache import finalize_public_response, memoize_public
+from api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
+from api.throttling import DEFAULT_THROTTLES
+from edge.http import finalize_public_response, memoize_public
+from incidents import selectors, services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
 
 # --- Documentation helpers -------------------------------------------------------------------
@@ -86,7 +86,7 @@ class APIMixin(APIView):
         return finalize_public_response(request._request, response)
 
     def cached(self, build: Callable[[], Response]) -> Response:
-        """Memoise an anonymous read per public-state version (see incidents.http_cache)."""
+        """Memoise an anonymous read per public-state version (see edge.http)."""
 
         def build_data() -> tuple[int, Any]:
             response = build()

@@ -16,7 +16,7 @@ import pytest
 from django.db import connections
 from django.test import Client
 
-from incidents import cache as public_cache
+from edge import version as public_cache
 from incidents.models import ImpactWindow, Incident
 from tests.builders import make_incident, make_product, utc
 
@@ -150,7 +150,7 @@ def test_it_rebuilds_the_real_status_page_once_for_a_herd_after_a_change(world: 
     import threading
     from unittest import mock
 
-    from incidents import public_selectors
+    from public import pages as public_selectors
 
     real = public_selectors.status_page
     renders: list[int] = []

@@ -15,9 +15,9 @@ A request that carries credentials (an `Authorization` header or a session cooki
 see staff data, so it is marked `private, no-cache` and never memoised or shared.
 
 Entry points (the status page, the Statuspage-compatible JSON and the feeds are served
-by `incidents.page_cache.public_page`, which uses the validators and headers defined here):
+by `edge.page_cache.public_page`, which uses the validators and headers defined here):
 - `finalize_public_response` post-processes a response a view already holds (the DRF
-  views in `incidents.api` use it after throttling ran);
+  views in `api` use it after throttling ran);
 - `memoize_public` keeps an expensive anonymous build in the cache, keyed by the
   public-state version so a change is visible on the next request (no TTL guessing; the
   short timeout only bounds clock-driven changes such as a window that starts later).
@@ -38,7 +38,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpRespons
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date
 
-from incidents.cache import public_state_version
+from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def is_anonymous_request(request: HttpRequest) -> bool:
 
 def version_time(version: str) -> datetime | None:
     """The moment a public-state version stamp was made: its first 16 hex digits are
-    nanoseconds since the epoch (see incidents.cache.new_version)."""
+    nanoseconds since the epoch (see edge.version.new_version)."""
     try:
         return datetime.fromtimestamp(int(version[:16], 16) / 1_000_000_000, tz=UTC)
     except (ValueError, OverflowError, OSError):
@@ -189,7 +189,7 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
     """Build once per public-state version for anonymous callers; otherwise just build.
 
     For the API's parameterised reads. The status page, the Statuspage-compatible JSON
-    and the feeds go through `incidents.page_cache.public_page` instead, which adds the
+    and the feeds go through `edge.page_cache.public_page` instead, which adds the
     one-rebuild-per-change lock and the on-disk snapshot for database outages.
     """
     if not is_anonymous_request(request):

@@ -18,8 +18,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 
+from api.statuspage_v2 import PUBLIC_ERRORS, PublicFeedView, iso
 from incidents import selectors
-from incidents.api.statuspage_v2 import PUBLIC_ERRORS, PublicFeedView, iso
 from incidents.models import ImpactWindow, Incident, IncidentUpdate, Location
 
 STATUS_IMPACTS = ["SERVICE_OUTAGE", "SERVICE_DISRUPTION", "SERVICE_INFORMATION"]

@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from credits import demo as credits_demo
-from incidents import demo
+from demo import credits as credits_demo
+from demo import incidents as demo
 
 
 class Command(BaseCommand):

@@ -35,10 +35,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.serializers import PRODUCT_STATUSES, ErrorSerializer, incident_url
+from api.throttling import AnonymousThrottle
+from edge.http import finalize_public_response
 from incidents import selectors
-from incidents.api.serializers import PRODUCT_STATUSES, ErrorSerializer, incident_url
-from incidents.api.throttling import AnonymousThrottle
-from incidents.http_cache import finalize_public_response
 from incidents.models import INCIDENT_STATUSES, MAINTENANCE_STATUSES, Incident, IncidentUpdate, Product
 
 COMPONENT_STATUSES = PRODUCT_STATUSES
@@ -413,7 +413,7 @@ class PublicFeedView(APIView):
 
     def get(self, request: Request) -> Response:
         # Caching, the one-rebuild-per-change lock and the database-outage snapshot are
-        # done around this view by incidents.page_cache.public_page (see api/urls.py).
+        # done around this view by edge.page_cache.public_page (see api/urls.py).
         return Response(self.build())
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:

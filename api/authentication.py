@@ -30,4 +30,4 @@ API_AUTHENTICATION = [TokenAuthentication, SessionCookieAuthentication]
 class SessionCookieScheme(SessionScheme):
     """Document SessionCookieAuthentication as the session cookie scheme it is."""
 
-    target_class = "incidents.api.authentication.SessionCookieAuthentication"
+    target_class = "api.authentication.SessionCookieAuthentication"

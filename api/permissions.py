@@ -29,7 +29,7 @@ class ReadPublicWriteStaff(BasePermission):
 class StaffOnly(BasePermission):
     """Staff-only resources (action items, customers, SLA policies, credits, subscribers).
 
-    Other apps use this on the viewsets they register in `incidents.api.urls`.
+    Other apps use this on the viewsets they register in `api.urls`.
     """
 
     message = "This resource requires a staff token."

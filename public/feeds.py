@@ -17,9 +17,9 @@ from django.utils.dateformat import format as format_date
 from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
-from incidents import public_selectors
 from incidents.markdown import render_markdown
-from incidents.public_selectors import FeedEntry
+from public import pages as public_selectors
+from public.pages import FeedEntry
 
 
 class HistoryRssFeed(Feed):

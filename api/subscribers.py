@@ -1,6 +1,6 @@
 """Staff API for subscribers: who is told about what (read only).
 
-Registered on the v1 router by `register(router)` (see incidents/api/urls.py). Staff
+Registered on the v1 router by `register(router)` (see api/urls.py). Staff
 only: 401 without a token, 403 for non-staff. Subscribing and unsubscribing stay with
 the subscribers themselves (double opt-in, signed links); tokens and webhook secrets are
 never part of the API's answers.
@@ -16,8 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
-from incidents.api.permissions import StaffOnly
-from incidents.api.views import STAFF_READ_ERRORS, APIMixin, errors
+from api.permissions import StaffOnly
+from api.views import STAFF_READ_ERRORS, APIMixin, errors
 from subscriptions.models import Subscriber, SubscriberKind
 
 

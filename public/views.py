@@ -20,9 +20,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from incidents import public_selectors
-from incidents.http_cache import is_anonymous_request
-from incidents.page_cache import public_page
+from edge.http import is_anonymous_request
+from edge.page_cache import public_page
+from public import pages as public_selectors
 
 View = Callable[..., HttpResponse]
 

@@ -1,6 +1,6 @@
 """Staff API for SLA credits: customers, SLA policies, credit notices (+ compute, approve).
 
-Registered on the v1 router by `register(router)` (see incidents/api/urls.py). Every
+Registered on the v1 router by `register(router)` (see api/urls.py). Every
 endpoint is staff-only (401 without a token, 403 for non-staff) and every write goes
 through `credits.services`, as the admin does.
 """
@@ -18,10 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
+from api.permissions import StaffOnly
+from api.views import APIMixin, acting_user, errors
 from credits import services, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
-from incidents.api.permissions import StaffOnly
-from incidents.api.views import APIMixin, acting_user, errors
 from incidents.models import Location, Product
 
 STAFF_ERRORS = errors(400, 401, 403, 404, 429)

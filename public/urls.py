@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
-from incidents import feeds, views
-from incidents.page_cache import public_page
+from edge.page_cache import public_page
+from public import feeds, views
 
 app_name = "public"
 

@@ -3,7 +3,7 @@
 `public_page` wraps a view that renders public data the same for everyone (the status
 page, the Statuspage-compatible JSON, the feeds):
 
-- Entries are keyed by the public-state version stamp (incidents.cache), so a write is
+- Entries are keyed by the public-state version stamp (edge.version), so a write is
   visible on the next request; a short TTL only refreshes clock-driven text (durations
   of ongoing incidents, "today" in the grid).
 - At most one rebuild per key runs at a time across all processes: the first request
@@ -37,8 +37,8 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.utils.http import http_date, quote_etag
 
-from incidents.cache import public_state_version
-from incidents.http_cache import PUBLIC_CACHE_CONTROL, SNAPSHOT_HEADER, is_not_modified
+from edge.http import PUBLIC_CACHE_CONTROL, SNAPSHOT_HEADER, is_not_modified
+from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
-from statuspage.middleware import shed_exempt
+from edge.middleware import shed_exempt
 from statuspage.urls import urlpatterns as app_urlpatterns
 
 release = threading.Event()

@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class PublicConfig(AppConfig):
+    name = "public"
+    verbose_name = "Public status site"
