@@ -116,7 +116,7 @@ def measure(repeat: int) -> tuple[float, int, int]:
     from django.test import RequestFactory
     from django.test.utils import CaptureQueriesContext
 
-    from public import views
+    from public_site import views
 
     view: Any = views.status_index
     if getattr(view, "shed_exempt", False):

@@ -24,10 +24,10 @@ from django.db import transaction
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
+from core.text import clean_single_line
 from credits import emails, selectors, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Incident, Location, Product
-from incidents.services import clean_single_line
 from outbox import services as outbox
 from outbox.models import MessageState, OutboundMessage
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
@@ -16,7 +16,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from incidents import intervals
-from incidents.models import ImpactWindow, Incident, IncidentUpdate, Location, Product
+from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
 
 Level = ImpactWindow.Level
 OPERATIONAL = "operational"
@@ -206,3 +206,44 @@ def incident_durations(
         per_product=tuple(per_product),
         ongoing=any(w.ended_at is None for w in window_list),
     )
+
+
+def maintenance_upcoming_public(*, now: datetime) -> QuerySet[Incident]:
+    """Public maintenance that has not ended yet, soonest first (the iCalendar feed)."""
+    return (
+        incidents_public()
+        .filter(
+            kind=Incident.Kind.MAINTENANCE,
+            status__in=[Incident.Status.SCHEDULED, Incident.Status.IN_PROGRESS, Incident.Status.VERIFYING],
+            scheduled_until__gte=now,
+        )
+        .prefetch_related("windows__product", "windows__location")
+        .order_by("scheduled_for", "id")
+    )
+
+
+def action_items_open() -> QuerySet[ActionItem]:
+    """Open and in-progress items across incidents, overdue and soonest due first."""
+    return (
+        ActionItem.objects.filter(status__in=ActionItem.OPEN_STATUSES)
+        .select_related("incident", "owner")
+        .order_by("due_date", "priority", "id")
+    )
+
+
+def action_items_due_for_reminder(*, today: date, within_days: int) -> QuerySet[ActionItem]:
+    """Open items with an owner who has an address, due by `today + within_days`."""
+    return (
+        action_items_open()
+        .filter(due_date__isnull=False, due_date__lte=today + timedelta(days=within_days))
+        .filter(owner__isnull=False, owner__is_active=True)
+        .exclude(owner__email="")
+    )
+
+
+def action_items_public(*, incident: Incident) -> list[ActionItem]:
+    """What a published report lists: public items only, never before publication."""
+    report = getattr(incident, "report", None)
+    if report is None or not report.is_published:
+        return []
+    return list(incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id"))

@@ -8,7 +8,6 @@ show them) and schedule side effects only after the commit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -19,7 +18,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.text import clean_single_line
 from edge import version as public_cache
+from incidents import events
 from incidents.models import (
     ActionItem,
     ImpactWindow,
@@ -29,26 +30,8 @@ from incidents.models import (
     Location,
     Product,
 )
-from subscriptions import notifications
 
 Status = Incident.Status
-
-# C0 controls (except tab), DEL and C1 controls. A title or name ends up in email
-# subjects and headers, so CR/LF there must never get through. U+2028/U+2029 are line
-# breaks too (str.splitlines() splits on them), so they are refused with the rest.
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
-    """Strip surrounding space and refuse control characters and overlong values."""
-    value = (value or "").strip()
-    if not value:
-        raise ValidationError({field: "This field is required."})
-    if _CONTROL_CHARS.search(value):
-        raise ValidationError({field: "Line breaks and control characters are not allowed."})
-    if len(value) > max_length:
-        raise ValidationError({field: f"At most {max_length} characters."})
-    return value
 
 
 def _require_aware(value: datetime | None, *, field: str) -> None:
@@ -175,8 +158,8 @@ def incident_open(
         author=created_by,
         notify_subscribers=notify,
     )
-    # Subscriber notifications: outbox rows in this transaction, delivery after commit.
-    notifications.incident_event(kind="opened", incident=incident, update=first_update)
+    # Subscribers (and any other room that joined) hear of it inside this transaction.
+    events.announce(kind="opened", incident=incident, update=first_update)
     public_cache.public_state_changed()
     return incident
 
@@ -229,7 +212,7 @@ def incident_post_update(
         incident.mitigated_at = display_at
         fields.append("mitigated_at")
     incident.save(update_fields=fields)
-    notifications.incident_event(kind="updated", incident=incident, update=update)
+    events.announce(kind="updated", incident=incident, update=update)
     public_cache.public_state_changed()
     return update
 
@@ -275,7 +258,7 @@ def incident_resolve(
         author=author,
         notify_subscribers=notify,
     )
-    notifications.incident_event(kind="resolved", incident=incident, update=update)
+    events.announce(kind="resolved", incident=incident, update=update)
     public_cache.public_state_changed()
     return update
 
@@ -368,7 +351,7 @@ def report_publish(
     if not incident.is_maintenance:
         incident.status = Status.POSTMORTEM
         incident.save(update_fields=["status", "updated_at"])
-    notifications.incident_event(kind="report_published", incident=incident, report=report)
+    events.announce(kind="report_published", incident=incident, report=report)
     public_cache.public_state_changed()
     return report
 

@@ -51,7 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     # Rooms, top to bottom (import-linter holds the order; see pyproject.toml).
     "demo",
-    "public",
+    "public_site",
     "api",
     "credits",
     "subscriptions",
@@ -95,7 +95,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "public.context_processors.site",
+                "public_site.context_processors.site",
             ],
         },
     },
@@ -346,9 +346,13 @@ ACTION_ITEM_REMINDER_DAYS = env_int("ACTION_ITEM_REMINDER_DAYS", 3)
 ACTION_ITEM_REMINDER_HOUR_UTC = env_int("ACTION_ITEM_REMINDER_HOUR_UTC", 15)
 
 _SUBSCRIPTION_BEAT = {
-    # Maintenance starts and ends on the minute; the tick is idempotent, so a late or
-    # doubled beat only moves what is due.
-    "subscriptions-maintenance-tick": {"task": "subscriptions.tasks.maintenance_tick", "schedule": 60.0},
+    # Maintenance starts and ends on the minute; both ticks are idempotent, so a late or
+    # doubled beat only moves (or reminds of) what is due.
+    "incidents-maintenance-advance": {"task": "incidents.tasks.maintenance_advance", "schedule": 60.0},
+    "subscriptions-maintenance-reminders": {
+        "task": "subscriptions.tasks.maintenance_reminders",
+        "schedule": 60.0,
+    },
     "subscriptions-action-item-reminders": {
         "task": "subscriptions.tasks.action_item_reminders",
         "schedule": crontab(minute=0, hour=ACTION_ITEM_REMINDER_HOUR_UTC),

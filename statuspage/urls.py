@@ -14,6 +14,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("favicon.ico", favicon),
     path("", include("api.urls")),
-    path("", include("public.urls")),
+    path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
 ]

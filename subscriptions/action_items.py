@@ -11,7 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from subscriptions import emails, selectors
+from incidents import selectors
+from subscriptions import emails
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,9 @@ class SubscriptionsConfig(AppConfig):
     def ready(self) -> None:
         # Webhook outcomes feed the failure counter; the handler registry lives in the
         # outbox, so it must be filled in every process that runs deliveries.
-        from subscriptions import webhooks
+        from incidents import events
+        from subscriptions import notifications, webhooks
 
         webhooks.register_outbox_handlers()
+        # Incident changes reach subscribers through the domain's event registry.
+        events.incident_event_subscribe("subscriptions", notifications.on_incident_event)

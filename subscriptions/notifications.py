@@ -1,8 +1,9 @@
 """Fan-out of incident and maintenance events to subscribers, through the outbox.
 
-`incident_event` is called by incidents.services inside the service's transaction: the
-outbox rows are written together with the change that caused them (both or neither),
-and delivery starts after the commit. Each (event, subscriber) pair has its own
+`incident_event` hears every event incidents.services announces (subscriptions joins
+incidents.events in its `ready()`), inside the service's transaction: the outbox rows
+are written together with the change that caused them (both or neither), and delivery
+starts after the commit. Each (event, subscriber) pair has its own
 idempotency key, so calling twice for one event queues nothing new.
 
 Who gets an event: confirmed, not disabled subscribers who chose every product or at
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from incidents import events
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Product
 from incidents.selectors import incidents_public
 from outbox.services import webhook_enqueue
@@ -59,8 +61,7 @@ HEADLINES: dict[Event, str] = {
     Event.MAINTENANCE_COMPLETED: "Maintenance completed",
 }
 
-# The kinds incidents.services reports.
-KINDS = ("opened", "updated", "resolved", "report_published")
+KINDS = events.KINDS
 
 
 def event_for(*, kind: str, incident: Incident, update: IncidentUpdate | None) -> Event:
@@ -250,6 +251,10 @@ def incident_event(
         event=event, key=key, incident=incident, products=products, update=update, report=report
     )
     return fan_out(message=message, incident=incident, products=products)
+
+
+def on_incident_event(event: events.IncidentEvent) -> None:
+    incident_event(kind=event.kind, incident=event.incident, update=event.update, report=event.report)
 
 
 def maintenance_reminder(*, incident: Incident) -> int:

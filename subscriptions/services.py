@@ -18,8 +18,8 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.text import clean_single_line
 from incidents.models import Product
-from incidents.services import clean_single_line
 from outbox.models import OutboundMessage
 from subscriptions import emails
 from subscriptions.models import Subscriber, new_webhook_secret

@@ -1,4 +1,4 @@
-"""Beat tasks. Thin: each calls one service that is idempotent and takes no arguments.
+"""Beat tasks of subscriptions. Thin: each calls one idempotent service.
 
 Neither retries: both run again on the next beat (every minute, every day) and pick up
 whatever the failed run left, so a retry would only add load while something is down.
@@ -12,9 +12,8 @@ from subscriptions import action_items, maintenance
 
 
 @shared_task(acks_late=True, ignore_result=True)
-def maintenance_tick() -> dict[str, int]:
-    result = maintenance.maintenance_tick()
-    return {"started": result.started, "completed": result.completed, "reminded": result.reminded}
+def maintenance_reminders() -> int:
+    return maintenance.maintenance_remind_due()
 
 
 @shared_task(acks_late=True, ignore_result=True)

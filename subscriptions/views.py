@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
+from incidents import selectors as incident_selectors
 from subscriptions import ical, ratelimit, selectors, services
 from subscriptions.action_items import today_local
 from subscriptions.forms import ManageForm, SubscribeForm
@@ -190,7 +191,7 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
 def maintenance_ics(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     events = []
-    for incident in selectors.maintenance_upcoming_public(now=now):
+    for incident in incident_selectors.maintenance_upcoming_public(now=now):
         assert incident.scheduled_for is not None and incident.scheduled_until is not None
         products = sorted(
             {w.product for w in incident.windows.all() if w.product.is_public},
@@ -230,7 +231,7 @@ def maintenance_ics(request: HttpRequest) -> HttpResponse:
 @require_safe
 def staff_action_items(request: HttpRequest) -> HttpResponse:
     today = today_local()
-    items = list(selectors.action_items_open())
+    items = list(incident_selectors.action_items_open())
     overdue = [i for i in items if i.due_date is not None and i.due_date < today]
     soon_limit = settings.ACTION_ITEM_REMINDER_DAYS
     due_soon = [i for i in items if i.due_date is not None and 0 <= (i.due_date - today).days <= soon_limit]

@@ -38,6 +38,6 @@ def test_it_runs_every_scheduled_task_once_and_moves_due_maintenance() -> None:
     call_command("run_periodic", "--once", stdout=out)
     text = out.getvalue()
     assert "outbox-sweep: ok" in text
-    assert "subscriptions-maintenance-tick: ok" in text
+    assert "incidents-maintenance-advance: ok" in text
     maintenance.refresh_from_db()
     assert maintenance.status == Incident.Status.IN_PROGRESS

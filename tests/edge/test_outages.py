@@ -150,7 +150,7 @@ def test_it_rebuilds_the_real_status_page_once_for_a_herd_after_a_change(world: 
     import threading
     from unittest import mock
 
-    from public import pages as public_selectors
+    from public_site import pages as public_selectors
 
     real = public_selectors.status_page
     renders: list[int] = []

@@ -13,7 +13,7 @@ from django.utils import timezone
 from freezegun import freeze_time
 
 from incidents.models import Incident
-from public import pages as public_selectors
+from public_site import pages as public_selectors
 
 pytestmark = pytest.mark.django_db
 

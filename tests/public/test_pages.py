@@ -12,7 +12,7 @@ from freezegun import freeze_time
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
-from public import pages as public_selectors
+from public_site import pages as public_selectors
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 from tests.public.helpers import add_window, publish_report
 

@@ -4,5 +4,5 @@ from django.apps import AppConfig
 
 
 class PublicConfig(AppConfig):
-    name = "public"
+    name = "public_site"
     verbose_name = "Public status site"

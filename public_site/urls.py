@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public import feeds, views
+from public_site import feeds, views
 
 app_name = "public"
 

@@ -18,8 +18,8 @@ from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFee
 from django.utils.html import format_html, format_html_join
 
 from incidents.markdown import render_markdown
-from public import pages as public_selectors
-from public.pages import FeedEntry
+from public_site import pages as public_selectors
+from public_site.pages import FeedEntry
 
 
 class HistoryRssFeed(Feed):

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from edge.http import is_anonymous_request
 from edge.page_cache import public_page
-from public import pages as public_selectors
+from public_site import pages as public_selectors
 
 View = Callable[..., HttpResponse]
 

@@ -1,0 +1,52 @@
+"""Domain events: how the incident room tells rooms above it that something happened.
+
+The incident services must not import subscriptions (or any room above them), yet a
+posted update has to reach subscribers in the same transaction as the change. So the
+services `announce` an event here and every room that cares joins in its
+`AppConfig.ready()` with `incident_event_subscribe`. Handlers run synchronously inside
+the service's transaction, so whatever rows they write commit or roll back with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from incidents.models import Incident, IncidentReport, IncidentUpdate
+
+# What the services announce. "opened", "updated" and "resolved" carry the timeline
+# update they posted; "report_published" carries the report.
+KINDS = ("opened", "updated", "resolved", "report_published")
+
+
+@dataclass(frozen=True)
+class IncidentEvent:
+    kind: str
+    incident: Incident
+    update: IncidentUpdate | None = None
+    report: IncidentReport | None = None
+
+
+Handler = Callable[[IncidentEvent], object]
+_handlers: dict[str, Handler] = {}
+
+
+def incident_event_subscribe(name: str, handler: Handler) -> None:
+    """Join the registry; `name` makes a second `ready()` call replace, not duplicate."""
+    _handlers[name] = handler
+
+
+def announce(
+    *,
+    kind: str,
+    incident: Incident,
+    update: IncidentUpdate | None = None,
+    report: IncidentReport | None = None,
+) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown incident event kind {kind!r}")
+    event = IncidentEvent(kind=kind, incident=incident, update=update, report=report)
+    for handler in list(_handlers.values()):
+        handler(event)
