@@ -19,7 +19,7 @@ the database is down.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -47,8 +47,7 @@ INCIDENT_STATUS_VALUES = [s.value for s in INCIDENT_STATUSES]
 MAINTENANCE_STATUS_VALUES = [s.value for s in MAINTENANCE_STATUSES]
 IMPACTS = ["none", "minor", "major", "critical", "maintenance"]
 RECENT_LIMIT = 50
-UNRESOLVED_INCIDENT = [Incident.Status.INVESTIGATING, Incident.Status.IDENTIFIED, Incident.Status.MONITORING]
-ACTIVE_MAINTENANCE = [Incident.Status.IN_PROGRESS, Incident.Status.VERIFYING]
+ACTIVE_MAINTENANCE = list(selectors.ACTIVE_MAINTENANCE_STATUSES)
 # Before anything was ever published; keeps `updated_at` (and so the ETag) stable.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -74,6 +73,8 @@ def group_component_id(group_id: int) -> str:
 
 @dataclass
 class Components:
+    now: datetime
+    products: Sequence[Product]
     items: list[dict[str, Any]] = field(default_factory=list)
     by_product: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[int, str] = field(default_factory=dict)
@@ -111,7 +112,9 @@ def build_components(*, now: datetime) -> Components:
         )
     )
     raw = selectors.product_statuses(at=now, products=products)
-    result = Components(statuses={p.pk: raw.get(p.pk, selectors.OPERATIONAL) for p in products})
+    result = Components(
+        now=now, products=products, statuses={p.pk: raw.get(p.pk, selectors.OPERATIONAL) for p in products}
+    )
     pid = page_id()
     groups: dict[int, dict[str, Any]] = {}
     position = 0
@@ -241,17 +244,14 @@ def build_page(components: Components) -> dict[str, Any]:
 
 
 def build_status(components: Components) -> dict[str, str]:
-    unresolved = (
-        selectors.incidents_public()
-        .filter(kind=Incident.Kind.INCIDENT, status__in=UNRESOLVED_INCIDENT)
-        .values_list("impact", flat=True)
+    summary = selectors.status_summary(
+        now=components.now, products=components.products, statuses=components.statuses
     )
-    page = selectors.page_status(statuses=components.statuses.values(), unresolved_impacts=list(unresolved))
-    return {"indicator": page.indicator, "description": page.description}
+    return {"indicator": summary.banner.indicator, "description": summary.banner.description}
 
 
 def unresolved_incidents(components: Components) -> list[dict[str, Any]]:
-    queryset = _incidents(Incident.Kind.INCIDENT).filter(status__in=UNRESOLVED_INCIDENT)
+    queryset = _incidents(Incident.Kind.INCIDENT).filter(status__in=selectors.UNRESOLVED_STATUSES)
     return _serialize_all(queryset.order_by("-started_at", "-id"), components)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -121,32 +122,15 @@ class OverallStatusView(APIMixin, APIView):
         return self.cached(self._build)
 
     def _build(self) -> Response:
-        products = list(selectors.products_public())
-        statuses = selectors.product_statuses(products=products)
-        open_incidents = list(
-            selectors.incidents_public()
-            .filter(kind=Incident.Kind.INCIDENT)
-            .exclude(status__in=Incident.CLOSED_STATUSES)
-            .values_list("impact", flat=True)
-        )
-        active_maintenance = (
-            selectors.incidents_public()
-            .filter(
-                kind=Incident.Kind.MAINTENANCE,
-                status__in=[Incident.Status.IN_PROGRESS, Incident.Status.VERIFYING],
-            )
-            .count()
-        )
-        product_status = {p.pk: statuses.get(p.pk, selectors.OPERATIONAL) for p in products}
-        page = selectors.page_status(statuses=product_status.values(), unresolved_impacts=open_incidents)
+        summary = selectors.status_summary(now=timezone.now())
         data = {
-            "indicator": page.indicator,
-            "description": page.description,
-            "active_incidents": len(open_incidents),
-            "active_maintenance": active_maintenance,
+            "indicator": summary.banner.indicator,
+            "description": summary.banner.description,
+            "active_incidents": len(summary.unresolved_impacts),
+            "active_maintenance": selectors.maintenance_active_public().count(),
             "products": [
-                {"id": p.public_id, "slug": p.slug, "name": p.name, "status": product_status[p.pk]}
-                for p in products
+                {"id": p.public_id, "slug": p.slug, "name": p.name, "status": summary.statuses[p.pk]}
+                for p in summary.products
             ],
         }
         return Response(data)

@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
+from core.admin import ServiceModelAdmin, adopt, call_service, record_formset
 from credits import services, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, SLAPolicy
 from outbox import services as outbox
@@ -76,12 +77,51 @@ class EntitlementInline(admin.TabularInline):
 
 
 @admin.register(Customer)
-class CustomerAdmin(admin.ModelAdmin):
+class CustomerAdmin(ServiceModelAdmin):
     form = CustomerForm
     list_display = ("name", "policy", "sla_eligible", "term_end_date", "monthly_bill", "currency")
     list_filter = ("sla_eligible", "policy")
     search_fields = ("name", "billing_emails")
     inlines = [EntitlementInline]
+
+    def save_model(self, request: HttpRequest, obj: Customer, form: Any, change: bool) -> None:
+        data = {name: form.cleaned_data[name] for name in CustomerForm.Meta.fields}
+        if change:
+            changes = {name: data[name] for name in form.changed_data if name in data}
+            if changes:
+                call_service("", services.customer_update, customer=obj, **changes)
+            return
+        adopt(obj, call_service("", services.customer_create, **data))
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        customer = form.instance
+        new: list[Any] = []
+        changed: list[Any] = []
+        deleted: list[Any] = []
+        for row in formset.deleted_forms:
+            if row.instance.pk is not None:
+                services.customer_unentitle(entitlement=row.instance)
+                deleted.append(row.instance)
+        for number, row in enumerate(formset.forms, start=1):
+            if row in formset.deleted_forms or not row.has_changed():
+                continue
+            data = row.cleaned_data
+            if row.instance.pk is not None and {"product", "location"} & set(row.changed_data):
+                # A different product or location is a different entitlement.
+                services.customer_unentitle(entitlement=row.instance)
+            entitlement = call_service(
+                f"Entitlement {number}",
+                services.customer_entitle,
+                customer=customer,
+                product=data["product"],
+                location=data.get("location"),
+                policy=data.get("policy"),
+            )
+            if row.instance.pk is None:
+                new.append(entitlement)
+            else:
+                changed.append((entitlement, row.changed_data))
+        record_formset(formset, new=new, changed=changed, deleted=deleted)
 
 
 class TierInline(admin.TabularInline):
@@ -111,13 +151,13 @@ class SLAPolicyForm(forms.ModelForm):
 
     def clean_time_zone(self) -> str:
         try:
-            return services._clean_time_zone(self.cleaned_data["time_zone"])
+            return services.clean_time_zone(self.cleaned_data["time_zone"])
         except ValidationError as exc:
             raise ValidationError(exc.message_dict["time_zone"]) from None
 
 
 @admin.register(SLAPolicy)
-class SLAPolicyAdmin(admin.ModelAdmin):
+class SLAPolicyAdmin(ServiceModelAdmin):
     form = SLAPolicyForm
     list_display = (
         "name",
@@ -129,6 +169,28 @@ class SLAPolicyAdmin(admin.ModelAdmin):
         "cap",
     )
     inlines = [TierInline]
+
+    def save_model(self, request: HttpRequest, obj: SLAPolicy, form: Any, change: bool) -> None:
+        data = {name: form.cleaned_data[name] for name in SLAPolicyForm.Meta.fields}
+        if change:
+            changes = {name: data[name] for name in form.changed_data if name in data}
+            if changes:
+                call_service("", services.policy_update, policy=obj, changes=changes)
+            return
+        weights = {
+            name.removeprefix("weight_"): data.pop(name) for name in list(data) if name.startswith("weight_")
+        }
+        adopt(obj, call_service("", services.policy_create, **data, weights=weights, tiers=()))
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        # Tiers are replaced as a whole, so the thresholds are checked together.
+        kept = [
+            row.cleaned_data for row in formset.forms if row.cleaned_data and row not in formset.deleted_forms
+        ]
+        tiers = [(d["below"], d["credit"]) for d in kept if d.get("below") is not None]
+        saved = call_service("Tiers", services.policy_set_tiers, policy=form.instance, tiers=tiers)
+        record_formset(formset, new=saved, changed=[], deleted=[])
+
     fieldsets = (
         (
             None,

@@ -40,7 +40,7 @@ Progress = Callable[[int, int], None]
 # --- Customers and policies ---------------------------------------------------------------------
 
 
-def _clean_time_zone(value: str) -> str:
+def clean_time_zone(value: str) -> str:
     try:
         ZoneInfo(value)
     except (ZoneInfoNotFoundError, ValueError):
@@ -68,7 +68,7 @@ def policy_create(
         name=clean_single_line(name, field="name", max_length=100),
         description=description,
         target=Decimal(target),
-        time_zone=_clean_time_zone(time_zone),
+        time_zone=clean_time_zone(time_zone),
         unit=unit,
         cap=cap,
         min_downtime_minutes=min_downtime_minutes,
@@ -84,6 +84,55 @@ def policy_create(
         tier.full_clean(exclude=["policy"])
         tier.save()
     return policy
+
+
+POLICY_FIELDS = frozenset(
+    {
+        "name",
+        "description",
+        "target",
+        "time_zone",
+        "unit",
+        "cap",
+        "claim_window_days",
+        "weight_major_outage",
+        "weight_partial_outage",
+        "weight_degraded_performance",
+        "weight_under_maintenance",
+        "min_downtime_minutes",
+        "exclude_maintenance",
+    }
+)
+
+
+@transaction.atomic
+def policy_update(*, policy: SLAPolicy, changes: dict[str, Any]) -> SLAPolicy:
+    """Edit a policy's terms. Notices already computed keep what they were computed with
+    until the period is recomputed."""
+    unknown = set(changes) - POLICY_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    if "name" in changes:
+        changes = {**changes, "name": clean_single_line(changes["name"], field="name", max_length=100)}
+    if "time_zone" in changes:
+        changes = {**changes, "time_zone": clean_time_zone(changes["time_zone"])}
+    for key, value in changes.items():
+        setattr(policy, key, value)
+    policy.full_clean()
+    policy.save()
+    return policy
+
+
+@transaction.atomic
+def policy_set_tiers(*, policy: SLAPolicy, tiers: Iterable[tuple[Decimal, Decimal]]) -> list[CreditTier]:
+    """Replace the policy's credit tiers ((below, credit) pairs) as a whole."""
+    new = [CreditTier(policy=policy, below=Decimal(below), credit=Decimal(credit)) for below, credit in tiers]
+    if len({t.below for t in new}) != len(new):
+        raise ValidationError({"tiers": "Two tiers have the same threshold."})
+    for tier in new:
+        tier.full_clean(exclude=["policy"])
+    CreditTier.objects.filter(policy=policy).delete()
+    return CreditTier.objects.bulk_create(new)
 
 
 def clean_customer_name(name: str) -> str:
@@ -142,6 +191,11 @@ def customer_entitle(
         entitlement.policy = policy
         entitlement.save(update_fields=["policy"])
     return entitlement
+
+
+@transaction.atomic
+def customer_unentitle(*, entitlement: CustomerEntitlement) -> None:
+    CustomerEntitlement.objects.filter(pk=entitlement.pk).delete()
 
 
 # --- Computing ------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ Public selectors return only public incidents and public products; the access ga
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -142,6 +142,53 @@ def page_status(*, statuses: Iterable[str], unresolved_impacts: Iterable[str] = 
     indicators += [i for i in unresolved_impacts if i != Incident.Impact.NONE]
     indicator = max(indicators, key=INDICATOR_SEVERITY.__getitem__, default="none")
     return PageStatus(indicator=indicator, description=INDICATOR_DESCRIPTIONS[indicator])
+
+
+# The one definition of "unresolved": an incident (not a maintenance) not yet closed.
+UNRESOLVED_STATUSES = tuple(s for s in Incident.INCIDENT_STATUSES if s not in Incident.CLOSED_STATUSES)
+ACTIVE_MAINTENANCE_STATUSES = (Incident.Status.IN_PROGRESS, Incident.Status.VERIFYING)
+
+
+def incidents_unresolved_public() -> QuerySet[Incident]:
+    return incidents_public().filter(kind=Incident.Kind.INCIDENT, status__in=UNRESOLVED_STATUSES)
+
+
+def maintenance_active_public() -> QuerySet[Incident]:
+    return incidents_public().filter(kind=Incident.Kind.MAINTENANCE, status__in=ACTIVE_MAINTENANCE_STATUSES)
+
+
+@dataclass(frozen=True)
+class StatusSummary:
+    """What every status surface says first: the page indicator and each product's level."""
+
+    banner: PageStatus
+    products: tuple[Product, ...]
+    statuses: dict[int, str]  # product pk -> level, every public product present
+    unresolved_impacts: tuple[str, ...]
+
+
+def status_summary(
+    *,
+    now: datetime,
+    products: Sequence[Product] | None = None,
+    statuses: Mapping[int, str] | None = None,
+    unresolved_impacts: Sequence[str] | None = None,
+) -> StatusSummary:
+    """The rollup the page, v1 and v2 all show. A caller that has already fetched the
+    products, their current levels or the open incidents passes them in, so the page's
+    query count stays what it was; anything not passed is read here."""
+    products = list(products_public()) if products is None else list(products)
+    if statuses is None:
+        statuses = product_statuses(at=now, products=products)
+    levels = {p.pk: statuses.get(p.pk, OPERATIONAL) for p in products}
+    if unresolved_impacts is None:
+        unresolved_impacts = list(incidents_unresolved_public().values_list("impact", flat=True))
+    return StatusSummary(
+        banner=page_status(statuses=levels.values(), unresolved_impacts=unresolved_impacts),
+        products=tuple(products),
+        statuses=levels,
+        unresolved_impacts=tuple(unresolved_impacts),
+    )
 
 
 # --- Durations ----------------------------------------------------------------------------

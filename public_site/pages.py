@@ -41,8 +41,8 @@ from incidents.selectors import (
     incident_durations,
     incident_get_for_user,
     incidents_public,
-    page_status,
     products_public,
+    status_summary,
     window_interval,
 )
 
@@ -336,9 +336,12 @@ def status_page(*, now: datetime) -> StatusPage:
             key=lambda o: o.incident.scheduled_for or o.incident.started_at,
         )
     )
-    banner = page_status(
-        statuses=[row.status for row in rows], unresolved_impacts=[o.incident.impact for o in incidents]
-    )
+    banner = status_summary(
+        now=now,
+        products=products,
+        statuses={row.product.pk: row.status for row in rows},
+        unresolved_impacts=[o.incident.impact for o in incidents],
+    ).banner
     return StatusPage(
         now=now,
         banner=banner,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
+from decimal import Decimal
 from decimal import Decimal as D
 from io import StringIO
 
@@ -236,6 +237,59 @@ def test_it_cancels_from_the_admin_and_refuses_bad_names(staff_client, gmail_set
     assert not Customer.objects.filter(name__startswith="Evil").exists()
 
 
+def test_it_saves_customers_and_policies_from_the_admin_through_the_services(
+    staff_client, gmail_setup
+) -> None:  # type: ignore[no-untyped-def]
+    gmail, policy, _ = gmail_setup
+    response = staff_client.post(
+        "/admin/credits/customer/add/",
+        {
+            "name": "Globex",
+            "billing_emails": "billing@globex.example",
+            "policy": policy.pk,
+            "sla_eligible": "on",
+            "currency": "eur",
+            "entitlements-TOTAL_FORMS": "1",
+            "entitlements-INITIAL_FORMS": "0",
+            "entitlements-0-product": gmail.pk,
+        },
+    )
+    assert response.status_code == 302
+    globex = Customer.objects.get(name="Globex")
+    assert globex.currency == "EUR"  # the service's normalisation, not the form's
+    assert [e.product for e in globex.entitlements.all()] == [gmail]
+
+    fields = {
+        "name": "Regional",
+        "description": "",
+        "target": "99.9",
+        "time_zone": "Mars/Olympus",
+        "unit": "percent",
+        "cap": "",
+        "claim_window_days": "30",
+        "weight_major_outage": "1",
+        "weight_partial_outage": "1",
+        "weight_degraded_performance": "0",
+        "weight_under_maintenance": "0",
+        "min_downtime_minutes": "0",
+        "tiers-TOTAL_FORMS": "2",
+        "tiers-INITIAL_FORMS": "0",
+        "tiers-0-below": "99.9",
+        "tiers-0-credit": "10",
+        "tiers-1-below": "99.0",
+        "tiers-1-credit": "25",
+    }
+    response = staff_client.post("/admin/credits/slapolicy/add/", fields)
+    assert response.status_code == 200 and b"is not a time zone" in response.content
+    response = staff_client.post("/admin/credits/slapolicy/add/", {**fields, "time_zone": "UTC"})
+    assert response.status_code == 302
+    regional = SLAPolicy.objects.get(name="Regional")
+    assert sorted((t.below, t.credit) for t in regional.tiers.all()) == [
+        (Decimal("99.000"), Decimal("25.00")),
+        (Decimal("99.900"), Decimal("10.00")),
+    ]
+
+
 def test_it_keeps_the_admin_pages_staff_only(client, bob, gmail_setup) -> None:  # type: ignore[no-untyped-def]
     client.force_login(bob)
     for url in (
@@ -294,7 +348,7 @@ def test_it_refuses_a_bad_period_in_the_command(db) -> None:  # type: ignore[no-
 
 
 def test_it_loads_a_reviewable_demo(db) -> None:  # type: ignore[no-untyped-def]
-    from credits import demo
+    from demo import credits as demo
     from demo import incidents as incidents_demo
 
     incidents_demo.load()

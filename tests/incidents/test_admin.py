@@ -720,3 +720,41 @@ def test_it_files_and_edits_action_items_in_their_own_admin(
     item.refresh_from_db()
     assert item.status == ActionItem.Status.DONE
     assert item.incident == incident
+
+
+def test_it_writes_products_and_groups_through_the_catalogue_services(
+    staff_client: Any, catalogue: dict[str, Any], django_capture_on_commit_callbacks: Any
+) -> None:
+    from edge import version
+    from incidents.models import Product, ProductGroup
+
+    data = {"name": "Bad\x0bname", "slug": "bad", "position": "3", "is_public": "on", "description": ""}
+    response = staff_client.post("/admin/incidents/product/add/", data)
+    assert response.status_code == 200
+    assert "Line breaks and control characters are not allowed." in response.content.decode()
+    assert not Product.objects.filter(slug="bad").exists()
+
+    before = version.public_state_version()
+    with django_capture_on_commit_callbacks(execute=True):
+        created = staff_client.post("/admin/incidents/product/add/", {**data, "name": "Meet", "slug": "meet"})
+    assert created.status_code == 302
+    assert Product.objects.get(slug="meet").position == 3
+    assert version.public_state_version() != before  # the service bumped the public version
+
+    group_url = "/admin/incidents/productgroup/add/"
+    group = {
+        "name": "Workspace",
+        "position": "0",
+        "products-TOTAL_FORMS": "1",
+        "products-INITIAL_FORMS": "0",
+        "products-0-name": "Ch\x0bat",
+        "products-0-slug": "chat",
+        "products-0-position": "1",
+        "products-0-is_public": "on",
+    }
+    response = staff_client.post(group_url, group)
+    assert response.status_code == 200
+    assert "Product 1" in response.content.decode()
+    assert not ProductGroup.objects.filter(name="Workspace").exists()
+    assert staff_client.post(group_url, {**group, "products-0-name": "Chat"}).status_code == 302
+    assert Product.objects.get(slug="chat").group == ProductGroup.objects.get(name="Workspace")

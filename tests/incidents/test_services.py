@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
+from core.text import clean_single_line
 from edge import version as cache
 from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
@@ -50,18 +51,18 @@ def open_incident(**kw) -> Incident:  # type: ignore[no-untyped-def]
 )
 def test_it_refuses_line_breaks_and_control_characters(value: str) -> None:
     with pytest.raises(ValidationError) as exc:
-        services.clean_single_line(value, field="title")
+        clean_single_line(value, field="title")
     assert "title" in exc.value.message_dict
 
 
 def test_it_strips_and_limits_single_lines() -> None:
-    assert services.clean_single_line("  Gmail down \t", field="title") == "Gmail down"
-    assert services.clean_single_line("tab\tinside", field="title") == "tab\tinside"
+    assert clean_single_line("  Gmail down \t", field="title") == "Gmail down"
+    assert clean_single_line("tab\tinside", field="title") == "tab\tinside"
     with pytest.raises(ValidationError):
-        services.clean_single_line("   ", field="title")
+        clean_single_line("   ", field="title")
     with pytest.raises(ValidationError):
-        services.clean_single_line("x" * 201, field="title")
-    assert services.clean_single_line("x" * 200, field="title") == "x" * 200
+        clean_single_line("x" * 201, field="title")
+    assert clean_single_line("x" * 200, field="title") == "x" * 200
 
 
 # --- incident_open -------------------------------------------------------------------------

@@ -1,16 +1,9 @@
-"""Writes of the incident domain.
-
-Every change to incidents goes through these functions, whether it comes from the
-admin, the staff views, the API or a command. They own their transactions, validate
-their input (raising `ValidationError` with per-field messages so forms and the API can
-show them) and schedule side effects only after the commit.
-"""
+"""Incidents and maintenance: file, post updates, resolve, edit, delete."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -21,52 +14,35 @@ from django.utils import timezone
 from core.text import clean_single_line
 from edge import version as public_cache
 from incidents import events
-from incidents.models import (
-    ActionItem,
-    ImpactWindow,
-    Incident,
-    IncidentReport,
-    IncidentUpdate,
-    Location,
-    Product,
-)
+from incidents.models import ImpactWindow, Incident, IncidentUpdate
+from incidents.services._common import WindowSpec, require_aware, validate_window
 
 Status = Incident.Status
 
 
-def _require_aware(value: datetime | None, *, field: str) -> None:
-    if value is not None and timezone.is_naive(value):
-        raise ValidationError({field: "A time zone is required."})
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """An impact window to create along with an incident."""
-
-    product: Product
-    level: str
-    started_at: datetime
-    ended_at: datetime | None = None
-    location: Location | None = None
-    description: str = ""
-
-
-def _validate_window(
-    *, level: str, started_at: datetime, ended_at: datetime | None, product: Product | None
-) -> None:
-    if product is None:
-        raise ValidationError({"product": "Choose the affected product."})
-    if level not in ImpactWindow.Level.values:
-        raise ValidationError({"level": f"Unknown impact level {level!r}."})
-    _require_aware(started_at, field="started_at")
-    _require_aware(ended_at, field="ended_at")
-    if ended_at is not None and ended_at < started_at:
-        raise ValidationError({"ended_at": "The end must not be before the start."})
-
-
-def _touch(incident: Incident) -> None:
-    incident.save(update_fields=["updated_at"])
+def _timeline_entry(
+    *,
+    kind: str,
+    incident: Incident,
+    status: str,
+    body: str,
+    display_at: datetime,
+    author: User | None,
+    notify: bool,
+) -> IncidentUpdate:
+    """Post one timeline entry, tell the rooms above, and mark the public state changed."""
+    update = IncidentUpdate.objects.create(
+        incident=incident,
+        status=status,
+        body=body,
+        display_at=display_at,
+        author=author,
+        notify_subscribers=notify,
+    )
+    # Subscribers (and any other room that joined) hear of it inside this transaction.
+    events.announce(kind=kind, incident=incident, update=update)
     public_cache.public_state_changed()
+    return update
 
 
 @transaction.atomic
@@ -106,7 +82,7 @@ def incident_open(
         ("scheduled_for", scheduled_for),
         ("scheduled_until", scheduled_until),
     ):
-        _require_aware(value, field=name)
+        require_aware(value, field=name)
     if is_maintenance:
         if scheduled_for is None or scheduled_until is None:
             raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
@@ -117,7 +93,7 @@ def incident_open(
     if detected_at is not None and detected_at < started_at:
         raise ValidationError({"detected_at": "Detection cannot precede the start of impact."})
     for spec in windows:
-        _validate_window(
+        validate_window(
             level=spec.level, started_at=spec.started_at, ended_at=spec.ended_at, product=spec.product
         )
 
@@ -150,17 +126,15 @@ def incident_open(
             for spec in windows
         ]
     )
-    first_update = IncidentUpdate.objects.create(
+    _timeline_entry(
+        kind="opened",
         incident=incident,
         status=status,
         body=body or summary or title,
         display_at=started_at if is_maintenance else (detected_at or started_at),
         author=created_by,
-        notify_subscribers=notify,
+        notify=notify,
     )
-    # Subscribers (and any other room that joined) hear of it inside this transaction.
-    events.announce(kind="opened", incident=incident, update=first_update)
-    public_cache.public_state_changed()
     return incident
 
 
@@ -181,7 +155,7 @@ def incident_post_update(
     """
     if not (body or "").strip():
         raise ValidationError({"body": "Say what changed."})
-    _require_aware(display_at, field="display_at")
+    require_aware(display_at, field="display_at")
     allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
     if status not in allowed:
         raise ValidationError({"status": f"{status!r} is not a status for this {incident.kind}."})
@@ -194,14 +168,6 @@ def incident_post_update(
 
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     display_at = display_at or timezone.now()
-    update = IncidentUpdate.objects.create(
-        incident=incident,
-        status=status,
-        body=body,
-        display_at=display_at,
-        author=author,
-        notify_subscribers=notify,
-    )
     fields = ["status", "updated_at"]
     if incident.is_closed:
         # Reopening: the incident is ongoing again.
@@ -212,9 +178,15 @@ def incident_post_update(
         incident.mitigated_at = display_at
         fields.append("mitigated_at")
     incident.save(update_fields=fields)
-    events.announce(kind="updated", incident=incident, update=update)
-    public_cache.public_state_changed()
-    return update
+    return _timeline_entry(
+        kind="updated",
+        incident=incident,
+        status=status,
+        body=body,
+        display_at=display_at,
+        author=author,
+        notify=notify,
+    )
 
 
 @transaction.atomic
@@ -231,7 +203,7 @@ def incident_resolve(
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.is_closed:
         raise ValidationError("This incident is already resolved.")
-    _require_aware(resolved_at, field="resolved_at")
+    require_aware(resolved_at, field="resolved_at")
     resolved_at = resolved_at or timezone.now()
     if resolved_at < incident.started_at:
         raise ValidationError({"resolved_at": "The resolution cannot precede the start."})
@@ -250,144 +222,15 @@ def incident_resolve(
     default_body = (
         "The maintenance is complete." if incident.is_maintenance else "This incident has been resolved."
     )
-    update = IncidentUpdate.objects.create(
+    return _timeline_entry(
+        kind="resolved",
         incident=incident,
         status=closing,
         body=body.strip() or default_body,
         display_at=resolved_at,
         author=author,
-        notify_subscribers=notify,
+        notify=notify,
     )
-    events.announce(kind="resolved", incident=incident, update=update)
-    public_cache.public_state_changed()
-    return update
-
-
-@transaction.atomic
-def impact_window_add(
-    *,
-    incident: Incident,
-    product: Product,
-    level: str,
-    started_at: datetime,
-    ended_at: datetime | None = None,
-    location: Location | None = None,
-    description: str = "",
-) -> ImpactWindow:
-    _validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
-    window = ImpactWindow.objects.create(
-        incident=incident,
-        product=product,
-        location=location,
-        level=level,
-        started_at=started_at,
-        ended_at=ended_at,
-        description=description,
-    )
-    _touch(incident)
-    return window
-
-
-@transaction.atomic
-def impact_window_close(*, window: ImpactWindow, ended_at: datetime | None = None) -> ImpactWindow:
-    window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
-    if window.ended_at is not None:
-        raise ValidationError("This impact window is already closed.")
-    _require_aware(ended_at, field="ended_at")
-    ended_at = ended_at or timezone.now()
-    if ended_at < window.started_at:
-        raise ValidationError({"ended_at": "The end must not be before the start."})
-    window.ended_at = ended_at
-    window.save(update_fields=["ended_at"])
-    _touch(window.incident)
-    return window
-
-
-@transaction.atomic
-def report_save(
-    *,
-    incident: Incident,
-    kind: str = IncidentReport.Kind.FULL,
-    summary: str = "",
-    root_cause: str = "",
-    remediation: str = "",
-    impact_description: str = "",
-) -> IncidentReport:
-    """Create or edit the incident report. A published report stays published."""
-    if kind not in IncidentReport.Kind.values:
-        raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
-    report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
-    report.kind = kind
-    report.summary = summary
-    report.root_cause = root_cause
-    report.remediation = remediation
-    report.impact_description = impact_description
-    report.save()
-    if report.is_published:
-        _touch(incident)
-    return report
-
-
-@transaction.atomic
-def report_publish(
-    *, incident: Incident, published_at: datetime | None = None, actor: User | None = None
-) -> IncidentReport:
-    """Publish the incident report; the incident moves to `postmortem`."""
-    incident = Incident.objects.select_for_update().get(pk=incident.pk)
-    try:
-        report = IncidentReport.objects.select_for_update().get(incident=incident)
-    except IncidentReport.DoesNotExist:
-        raise ValidationError("Write the incident report before publishing it.") from None
-    if report.is_published:
-        raise ValidationError("The incident report is already published.")
-    if not incident.is_closed:
-        raise ValidationError("Resolve the incident before publishing its report.")
-    if not report.summary.strip():
-        raise ValidationError({"summary": "A published report needs a summary."})
-    _require_aware(published_at, field="published_at")
-    report.status = IncidentReport.Status.PUBLISHED
-    report.published_at = published_at or timezone.now()
-    report.save(update_fields=["status", "published_at", "updated_at"])
-    if not incident.is_maintenance:
-        incident.status = Status.POSTMORTEM
-        incident.save(update_fields=["status", "updated_at"])
-    events.announce(kind="report_published", incident=incident, report=report)
-    public_cache.public_state_changed()
-    return report
-
-
-@transaction.atomic
-def action_item_create(
-    *,
-    incident: Incident,
-    title: str,
-    type: str = ActionItem.Type.PREVENT,
-    priority: str = ActionItem.Priority.P2,
-    owner: Any = None,
-    due_date: date | None = None,
-    tracker_url: str = "",
-    description: str = "",
-    is_public: bool = False,
-    status: str = ActionItem.Status.OPEN,
-) -> ActionItem:
-    title = clean_single_line(title, field="title")
-    item = ActionItem(
-        incident=incident,
-        title=title,
-        type=type,
-        priority=priority,
-        owner=owner,
-        due_date=due_date,
-        tracker_url=tracker_url,
-        description=description,
-        is_public=is_public,
-        status=status,
-    )
-    item.full_clean()
-    item.save()
-    if is_public:
-        public_cache.public_state_changed()
-    return item
 
 
 # --- Edits from the staff side (admin) ---------------------------------------------------
@@ -426,7 +269,7 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
         raise ValidationError({"started_at": "This field is required."})
     for name in ("started_at", "detected_at", "mitigated_at", "scheduled_for", "scheduled_until"):
         if name in changes:
-            _require_aware(changes[name], field=name)
+            require_aware(changes[name], field=name)
     recurrence = changes.get("recurrence_of")
     if recurrence is not None and recurrence.pk == incident.pk:
         raise ValidationError({"recurrence_of": "An incident cannot be a recurrence of itself."})
@@ -454,76 +297,3 @@ def incident_delete(*, incident: Incident) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     Incident.objects.filter(pk=incident.pk).delete()
     public_cache.public_state_changed()
-
-
-@transaction.atomic
-def impact_window_edit(
-    *,
-    window: ImpactWindow,
-    product: Product,
-    level: str,
-    started_at: datetime,
-    ended_at: datetime | None = None,
-    location: Location | None = None,
-    description: str = "",
-) -> ImpactWindow:
-    """Correct an impact window (scope, level, times); the same rules as adding one."""
-    window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
-    _validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
-    window.product = product
-    window.location = location
-    window.level = level
-    window.started_at = started_at
-    window.ended_at = ended_at
-    window.description = description
-    window.save(update_fields=["product", "location", "level", "started_at", "ended_at", "description"])
-    _touch(window.incident)
-    return window
-
-
-@transaction.atomic
-def impact_window_delete(*, window: ImpactWindow) -> None:
-    incident = window.incident
-    ImpactWindow.objects.filter(pk=window.pk).delete()
-    _touch(incident)
-
-
-@transaction.atomic
-def report_set_status(*, incident: Incident, status: str) -> IncidentReport:
-    """Move a report between draft and in review; publishing is `report_publish`."""
-    if status not in (IncidentReport.Status.DRAFT, IncidentReport.Status.IN_REVIEW):
-        raise ValidationError({"status": "Use “Publish report” to publish."})
-    try:
-        report = IncidentReport.objects.select_for_update().get(incident=incident)
-    except IncidentReport.DoesNotExist:
-        raise ValidationError("Write the incident report first.") from None
-    if report.is_published:
-        raise ValidationError({"status": "A published report stays published."})
-    if report.status != status:
-        report.status = status
-        report.save(update_fields=["status", "updated_at"])
-    return report
-
-
-ACTION_ITEM_EDITABLE_FIELDS = frozenset(
-    {"title", "description", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"}
-)
-
-
-@transaction.atomic
-def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem:
-    unknown = set(changes) - ACTION_ITEM_EDITABLE_FIELDS
-    if unknown:
-        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
-    item = ActionItem.objects.select_for_update().get(pk=item.pk)
-    was_public = item.is_public
-    if "title" in changes:
-        changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
-    for name, value in changes.items():
-        setattr(item, name, value)
-    item.full_clean()
-    if changes:
-        item.save(update_fields=[*changes, "updated_at"])
-        if was_public or item.is_public:
-            public_cache.public_state_changed()
-    return item

@@ -1,0 +1,71 @@
+"""Action items: what a report commits the team to do."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from core.text import clean_single_line
+from edge import version as public_cache
+from incidents.models import ActionItem, Incident
+
+
+@transaction.atomic
+def action_item_create(
+    *,
+    incident: Incident,
+    title: str,
+    type: str = ActionItem.Type.PREVENT,
+    priority: str = ActionItem.Priority.P2,
+    owner: Any = None,
+    due_date: date | None = None,
+    tracker_url: str = "",
+    description: str = "",
+    is_public: bool = False,
+    status: str = ActionItem.Status.OPEN,
+) -> ActionItem:
+    title = clean_single_line(title, field="title")
+    item = ActionItem(
+        incident=incident,
+        title=title,
+        type=type,
+        priority=priority,
+        owner=owner,
+        due_date=due_date,
+        tracker_url=tracker_url,
+        description=description,
+        is_public=is_public,
+        status=status,
+    )
+    item.full_clean()
+    item.save()
+    if is_public:
+        public_cache.public_state_changed()
+    return item
+
+
+ACTION_ITEM_EDITABLE_FIELDS = frozenset(
+    {"title", "description", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"}
+)
+
+
+@transaction.atomic
+def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem:
+    unknown = set(changes) - ACTION_ITEM_EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    item = ActionItem.objects.select_for_update().get(pk=item.pk)
+    was_public = item.is_public
+    if "title" in changes:
+        changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+    for name, value in changes.items():
+        setattr(item, name, value)
+    item.full_clean()
+    if changes:
+        item.save(update_fields=[*changes, "updated_at"])
+        if was_public or item.is_public:
+            public_cache.public_state_changed()
+    return item

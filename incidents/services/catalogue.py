@@ -1,0 +1,95 @@
+"""The catalogue: product groups, products and locations.
+
+They are configuration, but every one of them shows on the public page, so each write
+here bumps the public version (the admin used to save them directly and bump the cache
+itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+
+from core.text import clean_single_line
+from edge import version as public_cache
+from incidents.models import Location, Product, ProductGroup
+
+M = TypeVar("M", bound=models.Model)
+
+PRODUCT_FIELDS = frozenset({"name", "slug", "description", "position", "group", "is_public"})
+GROUP_FIELDS = frozenset({"name", "position"})
+LOCATION_FIELDS = frozenset({"name", "display_name", "kind", "parent"})
+
+
+def _save(instance: M, *, changes: dict[str, Any], allowed: frozenset[str], single_line: dict[str, int]) -> M:
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValidationError(f"These fields cannot be set here: {', '.join(sorted(unknown))}.")
+    for name, value in changes.items():
+        if name in single_line and (value or name != "display_name"):
+            value = clean_single_line(value, field=name, max_length=single_line[name])
+        setattr(instance, name, value)
+    instance.full_clean()
+    instance.save()
+    public_cache.public_state_changed()
+    return instance
+
+
+@transaction.atomic
+def product_create(**fields: Any) -> Product:
+    return _save(Product(), changes=fields, allowed=PRODUCT_FIELDS, single_line={"name": 100})
+
+
+@transaction.atomic
+def product_edit(*, product: Product, changes: dict[str, Any]) -> Product:
+    return _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
+
+
+@transaction.atomic
+def product_delete(*, product: Product) -> None:
+    Product.objects.filter(pk=product.pk).delete()
+    public_cache.public_state_changed()
+
+
+@transaction.atomic
+def product_group_create(**fields: Any) -> ProductGroup:
+    return _save(ProductGroup(), changes=fields, allowed=GROUP_FIELDS, single_line={"name": 100})
+
+
+@transaction.atomic
+def product_group_edit(*, group: ProductGroup, changes: dict[str, Any]) -> ProductGroup:
+    return _save(group, changes=changes, allowed=GROUP_FIELDS, single_line={"name": 100})
+
+
+@transaction.atomic
+def product_group_delete(*, group: ProductGroup) -> None:
+    ProductGroup.objects.filter(pk=group.pk).delete()
+    public_cache.public_state_changed()
+
+
+_LOCATION_LINES = {"name": 64, "display_name": 100}
+
+
+@transaction.atomic
+def location_create(**fields: Any) -> Location:
+    return _save(Location(), changes=fields, allowed=LOCATION_FIELDS, single_line=_LOCATION_LINES)
+
+
+@transaction.atomic
+def location_edit(*, location: Location, changes: dict[str, Any]) -> Location:
+    parent = changes.get("parent")
+    # Walk up from the new parent: a location may not end up inside its own subtree.
+    node = parent
+    while node is not None and location.pk is not None:
+        if node.pk == location.pk:
+            raise ValidationError({"parent": "A location cannot be inside itself."})
+        node = node.parent
+    return _save(location, changes=changes, allowed=LOCATION_FIELDS, single_line=_LOCATION_LINES)
+
+
+@transaction.atomic
+def location_delete(*, location: Location) -> None:
+    Location.objects.filter(pk=location.pk).delete()
+    public_cache.public_state_changed()

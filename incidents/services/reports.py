@@ -1,0 +1,87 @@
+"""Incident reports (postmortems): write, review, publish."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from edge import version as public_cache
+from incidents import events
+from incidents.models import Incident, IncidentReport
+from incidents.services._common import require_aware, touch
+
+Status = Incident.Status
+
+
+@transaction.atomic
+def report_save(
+    *,
+    incident: Incident,
+    kind: str = IncidentReport.Kind.FULL,
+    summary: str = "",
+    root_cause: str = "",
+    remediation: str = "",
+    impact_description: str = "",
+) -> IncidentReport:
+    """Create or edit the incident report. A published report stays published."""
+    if kind not in IncidentReport.Kind.values:
+        raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
+    report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
+    report.kind = kind
+    report.summary = summary
+    report.root_cause = root_cause
+    report.remediation = remediation
+    report.impact_description = impact_description
+    report.save()
+    if report.is_published:
+        touch(incident)
+    return report
+
+
+@transaction.atomic
+def report_publish(
+    *, incident: Incident, published_at: datetime | None = None, actor: User | None = None
+) -> IncidentReport:
+    """Publish the incident report; the incident moves to `postmortem`."""
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    try:
+        report = IncidentReport.objects.select_for_update().get(incident=incident)
+    except IncidentReport.DoesNotExist:
+        raise ValidationError("Write the incident report before publishing it.") from None
+    if report.is_published:
+        raise ValidationError("The incident report is already published.")
+    if not incident.is_closed:
+        raise ValidationError("Resolve the incident before publishing its report.")
+    if not report.summary.strip():
+        raise ValidationError({"summary": "A published report needs a summary."})
+    require_aware(published_at, field="published_at")
+    report.status = IncidentReport.Status.PUBLISHED
+    report.published_at = published_at or timezone.now()
+    report.save(update_fields=["status", "published_at", "updated_at"])
+    if not incident.is_maintenance:
+        incident.status = Status.POSTMORTEM
+        incident.save(update_fields=["status", "updated_at"])
+    events.announce(kind="report_published", incident=incident, report=report)
+    public_cache.public_state_changed()
+    return report
+
+
+@transaction.atomic
+def report_set_status(*, incident: Incident, status: str) -> IncidentReport:
+    """Move a report between draft and in review; publishing is `report_publish`."""
+    if status not in (IncidentReport.Status.DRAFT, IncidentReport.Status.IN_REVIEW):
+        raise ValidationError({"status": "Use “Publish report” to publish."})
+    try:
+        report = IncidentReport.objects.select_for_update().get(incident=incident)
+    except IncidentReport.DoesNotExist:
+        raise ValidationError("Write the incident report first.") from None
+    if report.is_published:
+        raise ValidationError({"status": "A published report stays published."})
+    if report.status != status:
+        report.status = status
+        report.save(update_fields=["status", "updated_at"])
+    return report
