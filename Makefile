@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck check bench clean
+.PHONY: run test lint typecheck layers check bench clean
 
 # The virtualenv is rebuilt when a requirements file changes.
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
@@ -40,7 +40,10 @@ lint: $(VENV)/.installed-dev
 typecheck: $(VENV)/.installed-dev
 	DEBUG=1 $(PY) -m mypy .
 
-check: lint typecheck
+layers: $(VENV)/.installed-dev
+	$(VENV)/bin/lint-imports
+
+check: lint typecheck layers
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 
 clean:

@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
+from api.base import APIMixin, acting_user, errors
 from api.permissions import StaffOnly
-from api.views import APIMixin, acting_user, errors
 from credits import services, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Location, Product

@@ -1,29 +1,11 @@
-"""The v1 router. Other apps register their staff-only viewsets here.
-
-How to add a resource (e.g. api/credits.py):
-
-    # api/credits.py
-    from api.permissions import StaffOnly
-    from api.views import APIMixin
-
-    class CustomerViewSet(APIMixin, viewsets.ModelViewSet):
-        permission_classes = [StaffOnly]
-        ...
-
-    def register(router):
-        router.register("customers", CustomerViewSet, basename="customer")
-
-and call `register(router)` in the marked block of `api/urls.py`. `APIMixin`
-gives the shared policies (token auth, throttles, JSON only, the error body and
-pagination); `StaffOnly` answers 401 without a token and 403 for non-staff. Use
-`api.views.errors(...)` in `extend_schema` to document the error responses.
-"""
+"""The v1 router: every v1 resource, registered in one place (api/urls.py builds it)."""
 
 from __future__ import annotations
 
 from rest_framework.routers import DefaultRouter
 
-from api.views import APIRoot
+from api import credits, incidents, subscribers
+from api.base import APIRoot
 
 
 class V1Router(DefaultRouter):
@@ -31,12 +13,12 @@ class V1Router(DefaultRouter):
 
 
 def build_router() -> V1Router:
-    from api import views
-
     router = V1Router()
-    router.register("products", views.ProductViewSet, basename="product")
-    router.register("locations", views.LocationViewSet, basename="location")
-    router.register("incidents", views.IncidentViewSet, basename="incident")
-    router.register("maintenance", views.MaintenanceViewSet, basename="maintenance")
-    router.register("action-items", views.ActionItemViewSet, basename="action-item")
+    router.register("products", incidents.ProductViewSet, basename="product")
+    router.register("locations", incidents.LocationViewSet, basename="location")
+    router.register("incidents", incidents.IncidentViewSet, basename="incident")
+    router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
+    router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
+    credits.register(router)  # customers, sla-policies, credit-notices (staff)
+    subscribers.register(router)  # subscribers (staff, read only)
     return router

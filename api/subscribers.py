@@ -16,8 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
+from api.base import STAFF_READ_ERRORS, APIMixin, errors
 from api.permissions import StaffOnly
-from api.views import STAFF_READ_ERRORS, APIMixin, errors
 from subscriptions.models import Subscriber, SubscriberKind
 
 

@@ -7,19 +7,11 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import google_feed, statuspage_v2, views
-from api.credits import register as register_credits
+from api import base, google_feed, incidents, statuspage_v2
 from api.routers import build_router
-from api.subscribers import register as register_subscribers
 from edge.page_cache import public_page
 
 router = build_router()
-
-# --- Other apps: register staff-only viewsets on `router` here (see routers.py) -----------
-# e.g.  from api.credits import register as register_credits; register_credits(router)
-register_credits(router)  # customers, sla-policies, credit-notices
-register_subscribers(router)  # subscribers (read only)
-# --------------------------------------------------------------------------------------------
 
 v2 = statuspage_v2
 
@@ -30,7 +22,7 @@ def cached(name: str, view: type) -> Any:
 
 
 urlpatterns: list[URLPattern | URLResolver] = [
-    path("api/v1/status/", views.OverallStatusView.as_view(), name="api-status"),
+    path("api/v1/status/", incidents.OverallStatusView.as_view(), name="api-status"),
     path("api/v1/", include(router.urls)),
     path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),
     path("api/v2/status.json", cached("v2-status", v2.StatusView), name="v2-status"),
@@ -65,5 +57,5 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     # Last: anything else under /api/ is a JSON 404 in the API's error shape.
-    re_path(r"^api/", views.APINotFound.as_view(), name="api-not-found"),
+    re_path(r"^api/", base.APINotFound.as_view(), name="api-not-found"),
 ]

@@ -18,8 +18,9 @@ from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFee
 from django.utils.html import format_html, format_html_join
 
 from incidents.markdown import render_markdown
+from public_site import history as public_history
 from public_site import pages as public_selectors
-from public_site.pages import FeedEntry
+from public_site.history import FeedEntry
 
 
 class HistoryRssFeed(Feed):
@@ -40,7 +41,7 @@ class HistoryRssFeed(Feed):
         return f"Incidents and scheduled maintenance on the {settings.SITE_NAME} status page, newest first."
 
     def items(self) -> list[FeedEntry]:
-        return public_selectors.feed_entries()
+        return public_history.feed_entries()
 
     def item_title(self, item: FeedEntry) -> str:
         return f"{item.incident.get_status_display()}: {item.incident.title}"

@@ -1,4 +1,4 @@
-"""Reads that build the public pages: status, incident, product history, archive, feeds.
+"""Reads that build the public pages: the status page and one incident (history.py: the rest).
 
 Each page is built in a fixed number of queries whatever the number of products and
 incidents: the windows of a date range come in one query and are grouped in Python,
@@ -18,10 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncMonth
-from django.http import Http404
+from django.db.models import Prefetch, Q
 
 from incidents import uptime
 from incidents.models import (
@@ -81,7 +78,7 @@ INDICATOR_LEVEL = {
 # --- Shared pieces ------------------------------------------------------------------------
 
 
-def _public_windows(
+def windows_between(
     *, since: datetime, now: datetime, products: Iterable[Product] | None = None
 ) -> list[ImpactWindow]:
     """One query: windows of public incidents on public products that overlap [since, now].
@@ -111,7 +108,7 @@ def _public_windows(
     return list(queryset)
 
 
-def _span(window: ImpactWindow) -> uptime.Span:
+def window_span(window: ImpactWindow) -> uptime.Span:
     return uptime.Span(
         level=window.level, start=window.started_at, end=window.ended_at, incident_id=window.incident_id
     )
@@ -161,7 +158,7 @@ class DayView:
         return self.incidents[0].incident if self.incidents else None
 
 
-def _day_views(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]) -> tuple[DayView, ...]:
+def day_views(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]) -> tuple[DayView, ...]:
     return tuple(
         DayView(
             status=s,
@@ -175,13 +172,13 @@ def _day_views(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef
     )
 
 
-def _incident_refs(windows: Iterable[ImpactWindow]) -> dict[int, IncidentRef]:
+def incident_refs(windows: Iterable[ImpactWindow]) -> dict[int, IncidentRef]:
     return {
         w.incident_id: IncidentRef(public_id=w.incident.public_id, title=w.incident.title) for w in windows
     }
 
 
-def _today(now: datetime) -> date:
+def today_local(now: datetime) -> date:
     return uptime.local_date(now, display_zone())
 
 
@@ -235,7 +232,7 @@ class StatusPage:
         return [row for block in self.blocks for row in block.rows]
 
 
-def _open_incident(incident: Incident) -> OpenIncident:
+def open_incident(incident: Incident) -> OpenIncident:
     updates = list(incident.updates.all())  # prefetched, newest first
     windows = list(incident.windows.all())  # prefetched, public products only
     products: dict[int, Product] = {}
@@ -252,7 +249,7 @@ def _open_incident(incident: Incident) -> OpenIncident:
     )
 
 
-def _timeline_prefetches() -> list[Prefetch]:
+def timeline_prefetches() -> list[Prefetch]:
     return [
         Prefetch("updates", queryset=IncidentUpdate.objects.order_by("-display_at", "-id")),
         Prefetch(
@@ -290,20 +287,20 @@ def status_page(*, now: datetime) -> StatusPage:
     weights = uptime_weights()
     grid_count = max(1, settings.STATUS_GRID_DAYS)
     day_count = max(UPTIME_BAR_DAYS, grid_count)
-    days = uptime.display_days(last=_today(now), count=day_count, tz=tz)
+    days = uptime.display_days(last=today_local(now), count=day_count, tz=tz)
 
     products = list(products_public())
-    windows = _public_windows(since=days[0].start, now=now, products=None)
-    refs = _incident_refs(windows)
+    windows = windows_between(since=days[0].start, now=now, products=None)
+    refs = incident_refs(windows)
     spans_by_product: dict[int, list[uptime.Span]] = defaultdict(list)
     for w in windows:
-        spans_by_product[w.product_id].append(_span(w))
+        spans_by_product[w.product_id].append(window_span(w))
 
     rows = []
     for product in products:
         spans = spans_by_product.get(product.pk, [])
         statuses = uptime.day_statuses(spans, days=days, now=now, weights=weights)
-        views = _day_views(statuses, refs)
+        views = day_views(statuses, refs)
         rows.append(
             ProductRow(
                 product=product,
@@ -321,10 +318,10 @@ def status_page(*, now: datetime) -> StatusPage:
         )
 
     open_items = [
-        _open_incident(i)
+        open_incident(i)
         for i in incidents_public()
         .exclude(status__in=Incident.CLOSED_STATUSES)
-        .prefetch_related(*_timeline_prefetches())
+        .prefetch_related(*timeline_prefetches())
         .order_by("-started_at", "-id")
     ]
     incidents = tuple(o for o in open_items if not o.incident.is_maintenance)
@@ -422,223 +419,3 @@ def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
         recurrences=recurrences,
         is_preview=is_preview,
     )
-
-
-# --- Product history ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PastIncident:
-    incident: Incident
-    duration: timedelta
-    ongoing: bool
-    level: str
-    products: tuple[Product, ...] = ()
-
-    @property
-    def label(self) -> str:
-        return level_label(self.level)
-
-
-@dataclass(frozen=True)
-class UptimePeriod:
-    days: int
-    uptime: uptime.Uptime
-
-
-@dataclass(frozen=True)
-class ProductPage:
-    product: Product
-    status: str
-    days: tuple[DayView, ...]
-    uptime_periods: tuple[UptimePeriod, ...]
-    incidents: tuple[PastIncident, ...]
-    page: Page
-
-    @property
-    def status_label(self) -> str:
-        return level_label(self.status)
-
-
-def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
-    windows = list(incident.windows.all())  # prefetched and filtered by the caller
-    durations = incident_durations(incident=incident, windows=windows, now=now)
-    products: dict[int, Product] = {}
-    for w in windows:
-        products.setdefault(w.product_id, w.product)
-    return PastIncident(
-        incident=incident,
-        duration=durations.total,
-        ongoing=durations.ongoing if windows else incident.resolved_at is None,
-        level=uptime.worst(w.level for w in windows),
-        products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
-    )
-
-
-def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1) -> ProductPage:
-    """A product's status, uptime for 30/90/365 days and its incidents, newest first."""
-    try:
-        product = products_public().get(slug=slug)
-    except Product.DoesNotExist:
-        raise Http404("No such product.") from None
-    tz = display_zone()
-    weights = uptime_weights()
-    longest = max(PRODUCT_UPTIME_PERIODS)
-    days = uptime.display_days(last=_today(now), count=longest, tz=tz)
-    windows = _public_windows(since=days[0].start, now=now, products=[product])
-    spans = [_span(w) for w in windows]
-    bar_days = days[-UPTIME_BAR_DAYS:]
-    statuses = uptime.day_statuses(spans, days=bar_days, now=now, weights=weights)
-    periods = tuple(
-        UptimePeriod(
-            days=n,
-            uptime=uptime.uptime(spans, start=days[-n].start, end=days[-1].end, now=now, weights=weights),
-        )
-        for n in PRODUCT_UPTIME_PERIODS
-    )
-
-    on_product = ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)
-    history = (
-        incidents_public()
-        .filter(Exists(on_product))
-        .prefetch_related(
-            Prefetch(
-                "windows",
-                queryset=ImpactWindow.objects.filter(product=product)
-                .select_related("product", "location")
-                .order_by("started_at", "id"),
-            )
-        )
-        .order_by("-started_at", "-id")
-    )
-    page = Paginator(history, HISTORY_PRODUCT_PAGE_SIZE).get_page(page_number)
-    return ProductPage(
-        product=product,
-        status=uptime.current_level(spans, now=now),
-        days=_day_views(statuses, _incident_refs(windows)),
-        uptime_periods=periods,
-        incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
-        page=page,
-    )
-
-
-# --- History archive by month ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MonthCount:
-    month: date  # first day of the month
-    count: int
-
-
-@dataclass(frozen=True)
-class HistoryYear:
-    year: int
-    months: tuple[MonthCount, ...]
-
-
-@dataclass(frozen=True)
-class HistoryPage:
-    month: date
-    previous_month: date
-    next_month: date | None
-    incidents: tuple[PastIncident, ...]
-    years: tuple[HistoryYear, ...]
-
-
-def month_start(day: date) -> date:
-    return day.replace(day=1)
-
-
-def add_months(month: date, n: int) -> date:
-    index = month.year * 12 + (month.month - 1) + n
-    return date(index // 12, index % 12 + 1, 1)
-
-
-def parse_month(value: str | None, *, now: datetime) -> date:
-    """'2009-09' -> date(2009, 9, 1); empty -> the current month in the display zone."""
-    if not value:
-        return month_start(_today(now))
-    try:
-        year_text, month_text = value.split("-")
-        if len(year_text) != 4 or len(month_text) != 2:
-            raise ValueError(value)
-        month = date(int(year_text), int(month_text), 1)
-    except ValueError:
-        raise Http404("The month must look like 2009-09.") from None
-    if month.year < 1970 or month > add_months(month_start(_today(now)), 1200):
-        raise Http404("No such month.")
-    return month
-
-
-def history_page(*, month: date, now: datetime) -> HistoryPage:
-    """Public incidents that started in `month` (display zone), and the months that have any."""
-    tz = display_zone()
-    start = uptime.local_midnight(month, tz)
-    end = uptime.local_midnight(add_months(month, 1), tz)
-    incidents = (
-        incidents_public()
-        .filter(started_at__gte=start, started_at__lt=end)
-        .prefetch_related(
-            Prefetch(
-                "windows",
-                queryset=ImpactWindow.objects.filter(product__is_public=True)
-                .select_related("product", "location")
-                .order_by("started_at", "id"),
-            )
-        )
-        .order_by("-started_at", "-id")
-    )
-    current = month_start(_today(now))
-    return HistoryPage(
-        month=month,
-        previous_month=add_months(month, -1),
-        next_month=add_months(month, 1) if month < current else None,
-        incidents=tuple(_past_incident(i, now=now) for i in incidents),
-        years=_history_years(tz),
-    )
-
-
-def _history_years(tz: ZoneInfo) -> tuple[HistoryYear, ...]:
-    """Every month with public incidents, newest first, in one grouped query."""
-    rows = (
-        incidents_public()
-        .annotate(month=TruncMonth("started_at", tzinfo=tz))
-        .values("month")
-        .annotate(count=Count("id"))
-        .order_by("-month")
-    )
-    by_year: dict[int, list[MonthCount]] = defaultdict(list)
-    for row in rows:
-        value = row["month"]
-        month = (value.astimezone(tz).date() if isinstance(value, datetime) else value).replace(day=1)
-        by_year[month.year].append(MonthCount(month=month, count=row["count"]))
-    return tuple(HistoryYear(year=y, months=tuple(by_year[y])) for y in sorted(by_year, reverse=True))
-
-
-# --- Feeds ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FeedEntry:
-    incident: Incident
-    latest_update: IncidentUpdate | None
-    products: tuple[Product, ...]
-
-    @property
-    def updated_at(self) -> datetime:
-        if self.latest_update is not None:
-            return max(self.latest_update.display_at, self.incident.started_at)
-        return self.incident.started_at
-
-
-def feed_entries(*, limit: int = FEED_SIZE) -> list[FeedEntry]:
-    """The newest public incidents with their latest update: one entry each. Three queries."""
-    incidents: QuerySet[Incident] = (
-        incidents_public().prefetch_related(*_timeline_prefetches()).order_by("-started_at", "-id")[:limit]
-    )
-    entries = []
-    for incident in incidents:
-        item = _open_incident(incident)
-        entries.append(FeedEntry(incident=incident, latest_update=item.latest_update, products=item.products))
-    return entries

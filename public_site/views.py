@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from edge.http import is_anonymous_request
 from edge.page_cache import public_page
+from public_site import history as public_history
 from public_site import pages as public_selectors
 
 View = Callable[..., HttpResponse]
@@ -70,7 +71,7 @@ def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
 @public_page("product", vary_on_query=("page",))
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    page = public_selectors.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
+    page = public_history.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
     return render(request, "public/product.html", {"page": page, "product": page.product})
 
 
@@ -78,6 +79,6 @@ def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @in_display_zone
 def history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
-    month = public_selectors.parse_month(request.GET.get("month"), now=now)
-    page = public_selectors.history_page(month=month, now=now)
+    month = public_history.parse_month(request.GET.get("month"), now=now)
+    page = public_history.history_page(month=month, now=now)
     return render(request, "public/history.html", {"page": page})

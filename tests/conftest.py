@@ -11,11 +11,15 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+
+if TYPE_CHECKING:
+    from tests.outbox.smtp import SmtpSink
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") not in ("", "0")
 
@@ -56,6 +60,23 @@ def chromium_path() -> str:
     if not os.path.exists(path):
         service_missing("Chromium is not installed (apt-get install chromium)")
     return path
+
+
+@pytest.fixture
+def smtp(settings: Any) -> Iterator[SmtpSink]:
+    """A real SMTP server in this process; Django's SMTP backend pointed at it."""
+    from tests.outbox.smtp import run_sink
+
+    for sink in run_sink():
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST = "127.0.0.1"
+        settings.EMAIL_PORT = sink.port
+        settings.EMAIL_USE_TLS = False
+        settings.EMAIL_USE_SSL = False
+        settings.EMAIL_HOST_USER = ""
+        settings.EMAIL_HOST_PASSWORD = ""
+        settings.EMAIL_TIMEOUT = 3
+        yield sink
 
 
 # --- Personas: alice is staff, bob is a signed-in non-staff user -------------------------

@@ -13,26 +13,11 @@ from django.utils.http import http_date
 
 from edge import version as public_cache
 from tests.api.conftest import World
+from tests.public_urls import API_READS
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC_READS = [
-    "/api/v2/summary.json",
-    "/api/v2/status.json",
-    "/api/v2/components.json",
-    "/api/v2/incidents.json",
-    "/api/v2/incidents/unresolved.json",
-    "/api/v2/scheduled-maintenances.json",
-    "/api/v2/scheduled-maintenances/upcoming.json",
-    "/api/v2/scheduled-maintenances/active.json",
-    "/incidents.json",
-    "/products.json",
-    "/api/v1/status/",
-    "/api/v1/products/",
-    "/api/v1/locations/",
-    "/api/v1/incidents/",
-    "/api/v1/maintenance/",
-]
+PUBLIC_READS = API_READS
 
 
 def staff_write(client: Client, url: str, payload: dict[str, Any]) -> Any:

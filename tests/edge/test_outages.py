@@ -19,6 +19,7 @@ from django.test import Client
 from edge import version as public_cache
 from incidents.models import ImpactWindow, Incident
 from tests.builders import make_incident, make_product, utc
+from tests.public_urls import public_urls
 
 
 def _closed_port() -> int:
@@ -117,30 +118,7 @@ def test_it_keeps_every_public_page_up_when_the_cache_server_is_down(world: Inci
         }
     }
     client = Client()
-    urls = [
-        "/",
-        "/history/",
-        "/history/?month=2026-11",
-        "/products/gmail/",
-        f"/incidents/{world.public_id}/",
-        "/history.atom",
-        "/history.rss",
-        "/api/v2/summary.json",
-        "/api/v2/status.json",
-        "/api/v2/components.json",
-        "/api/v2/incidents.json",
-        "/api/v2/incidents/unresolved.json",
-        "/api/v2/scheduled-maintenances.json",
-        "/api/v2/scheduled-maintenances/upcoming.json",
-        "/api/v2/scheduled-maintenances/active.json",
-        "/incidents.json",
-        "/products.json",
-        "/api/v1/status/",
-        "/api/v1/incidents/",
-        "/api/v1/products/",
-        "/subscribe/",
-        "/maintenance.ics",
-    ]
+    urls = public_urls(incident_id=world.public_id, product_slug="gmail")
     for url in urls:
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)

@@ -1,29 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
-
-from tests.outbox.smtp import SmtpSink, run_sink
-
-
-@pytest.fixture
-def smtp(settings: Any) -> Iterator[SmtpSink]:
-    """A real SMTP server in this process; Django's SMTP backend pointed at it."""
-    for sink in run_sink():
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST = "127.0.0.1"
-        settings.EMAIL_PORT = sink.port
-        settings.EMAIL_USE_TLS = False
-        settings.EMAIL_USE_SSL = False
-        settings.EMAIL_HOST_USER = ""
-        settings.EMAIL_HOST_PASSWORD = ""
-        settings.EMAIL_TIMEOUT = 3
-        yield sink
-
 
 # The SLA/outbox integration tests own Redis database 14 (other suites use other numbers),
 # whatever database TEST_REDIS_URL names: they flush it.

@@ -12,6 +12,7 @@ from freezegun import freeze_time
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
+from public_site import history as public_history
 from public_site import pages as public_selectors
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 from tests.public.helpers import add_window, publish_report
@@ -303,7 +304,7 @@ def test_it_shows_product_history_and_uptime(client: Client) -> None:
     assert "Write errors" in html and "Gmail thing" not in html
     assert "<strong>failed</strong>" in html
     assert "12 h 30 min" in html
-    page = public_selectors.product_page(slug="cloud-storage", now=NOW)
+    page = public_history.product_page(slug="cloud-storage", now=NOW)
     periods = {p.days: p.uptime for p in page.uptime_periods}
     assert periods[30].percent == 100
     assert periods[90].downtime_minutes == periods[365].downtime_minutes == 750 * Decimal("0.3")

@@ -19,7 +19,6 @@ import pytest
 
 from incidents.models import Product
 from tests.builders import make_product
-from tests.outbox.smtp import SmtpSink, run_sink
 
 SUBS_REDIS_DB = 13
 
@@ -34,21 +33,6 @@ def _subscription_settings(settings: Any) -> None:
     settings.OUTBOX_RETRY_MAX_DELAY = 0
     settings.OUTBOX_SWEEP_GRACE_SECONDS = 0
     settings.WEBHOOK_TIMEOUT = 3
-
-
-@pytest.fixture
-def smtp(settings: Any) -> Iterator[SmtpSink]:
-    """A real SMTP server in this process; Django's SMTP backend pointed at it."""
-    for sink in run_sink():
-        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-        settings.EMAIL_HOST = "127.0.0.1"
-        settings.EMAIL_PORT = sink.port
-        settings.EMAIL_USE_TLS = False
-        settings.EMAIL_USE_SSL = False
-        settings.EMAIL_HOST_USER = ""
-        settings.EMAIL_HOST_PASSWORD = ""
-        settings.EMAIL_TIMEOUT = 3
-        yield sink
 
 
 @dataclass

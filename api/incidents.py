@@ -1,110 +1,41 @@
-"""The v1 API views: thin. They parse input, call one selector or service, and render.
-
-Visibility: anonymous callers and non-staff tokens see public incidents, their windows
-on public products, and a report only once it is published; staff tokens see
-everything. Writes need a staff token and go through `incidents.services`, exactly as
-the admin does.
-"""
+"""The v1 resources of the incident domain: status, products, locations, incidents,
+maintenance and (staff) action items."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 from django.http import Http404
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
-from rest_framework.pagination import BasePagination
-from rest_framework.parsers import JSONParser
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.routers import APIRootView
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.authentication import API_AUTHENTICATION
+from api.base import (
+    DETAIL_WRITE_ERRORS,
+    READ_ERRORS,
+    STAFF_READ_ERRORS,
+    WRITE_ERRORS,
+    APIMixin,
+    acting_user,
+    errors,
+)
 from api.filters import (
     ActionItemFilterSerializer,
     IncidentFilterSerializer,
     MaintenanceFilterSerializer,
-    Pagination,
     filter_incidents,
     order_by,
 )
 from api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
-from api.throttling import DEFAULT_THROTTLES
-from edge.http import finalize_public_response, memoize_public
 from incidents import selectors, services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
-
-# --- Documentation helpers -------------------------------------------------------------------
-
-
-def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation, all with the one error body."""
-    descriptions = {
-        400: "Invalid input (query string or body).",
-        401: "No credentials: send `Authorization: Token <key>`.",
-        403: "The token's user is not staff.",
-        404: "Not found, or not visible to this caller.",
-        429: "Too many requests; see Retry-After.",
-        503: "Temporarily unavailable; see Retry-After.",
-    }
-    return {code: OpenApiResponse(s.ErrorSerializer, description=descriptions[code]) for code in codes}
-
-
-def acting_user(request: Request) -> User:
-    """The staff user behind a write (the permission class has already checked)."""
-    user = request.user
-    assert isinstance(user, User)
-    return user
-
-
-READ_ERRORS = (429, 503)
-WRITE_ERRORS = (400, 401, 403, 429, 503)
-DETAIL_WRITE_ERRORS = (400, 401, 403, 404, 429, 503)
-STAFF_READ_ERRORS = (401, 403, 429, 503)
-
-
-class APIMixin(APIView):
-    """Policies shared by every v1 view, and the public caching contract on reads."""
-
-    authentication_classes = API_AUTHENTICATION
-    throttle_classes = DEFAULT_THROTTLES
-    renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
-    pagination_class: type[BasePagination] | None = Pagination
-
-    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
-        response = super().finalize_response(request, response, *args, **kwargs)
-        return finalize_public_response(request._request, response)
-
-    def cached(self, build: Callable[[], Response]) -> Response:
-        """Memoise an anonymous read per public-state version (see edge.http)."""
-
-        def build_data() -> tuple[int, Any]:
-            response = build()
-            return response.status_code, response.data
-
-        status_code, data = memoize_public(self.request._request, build_data, prefix="api-v1")
-        return Response(data, status=status_code)
-
-    def validated_query(self, serializer_class: type[Serializer]) -> dict[str, Any]:
-        serializer = serializer_class(data=self.request.query_params)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
-
-
-class APIRoot(APIMixin, APIRootView):
-    """Links to the v1 resources."""
-
 
 # --- Overall status ----------------------------------------------------------------------------
 
@@ -273,6 +204,23 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
+    def _open(self, data: dict[str, Any], **kind_fields: Any) -> Response:
+        """File an incident or a maintenance from the fields their create bodies share."""
+        incident = services.incident_open(
+            title=data["title"],
+            impact=data["impact"],
+            summary=data["summary"],
+            body=data["body"],
+            status=data["status"],
+            windows=_window_specs(data["windows"]),
+            created_by=acting_user(self.request),
+            is_public=data["is_public"],
+            internal_notes=data["internal_notes"],
+            notify=data["notify"],
+            **kind_fields,
+        )
+        return self._answer(incident, status.HTTP_201_CREATED)
+
     def post_update(self, request: Request) -> Response:
         incident = self.get_object()
         data = self._input(s.UpdateCreateSerializer)
@@ -330,23 +278,13 @@ class IncidentViewSet(_IncidentViewSetBase):
     )
     def create(self, request: Request) -> Response:
         data = self._input(s.IncidentCreateSerializer)
-        incident = services.incident_open(
-            title=data["title"],
-            impact=data["impact"],
-            started_at=data["started_at"],
-            summary=data["summary"],
-            body=data["body"],
-            status=data["status"],
+        return self._open(
+            data,
             kind=Incident.Kind.INCIDENT,
-            windows=_window_specs(data["windows"]),
-            created_by=acting_user(request),
-            is_public=data["is_public"],
+            started_at=data["started_at"],
             detected_at=data["detected_at"],
             recurrence_of=data["recurrence_of"],
-            internal_notes=data["internal_notes"],
-            notify=data["notify"],
         )
-        return self._answer(incident, status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Post a timeline update",
@@ -428,22 +366,12 @@ class MaintenanceViewSet(_IncidentViewSetBase):
     )
     def create(self, request: Request) -> Response:
         data = self._input(s.MaintenanceCreateSerializer)
-        incident = services.incident_open(
-            title=data["title"],
-            impact=data["impact"],
-            summary=data["summary"],
-            body=data["body"],
-            status=data["status"],
+        return self._open(
+            data,
             kind=Incident.Kind.MAINTENANCE,
             scheduled_for=data["scheduled_for"],
             scheduled_until=data["scheduled_until"],
-            windows=_window_specs(data["windows"]),
-            created_by=acting_user(request),
-            is_public=data["is_public"],
-            internal_notes=data["internal_notes"],
-            notify=data["notify"],
         )
-        return self._answer(incident, status.HTTP_201_CREATED)
 
     @extend_schema(
         summary="Post a maintenance update",
@@ -515,17 +443,3 @@ class ActionItemViewSet(
         serializer.is_valid(raise_exception=True)
         item = services.action_item_create(**serializer.validated_data)
         return Response(self.get_serializer(item).data, status=status.HTTP_201_CREATED)
-
-
-class APINotFound(APIView):
-    """Any other URL under /api/: a 404 in the API's error shape, not the HTML page."""
-
-    authentication_classes: list[Any] = []
-    permission_classes: list[Any] = []
-    throttle_classes = DEFAULT_THROTTLES
-    renderer_classes = [JSONRenderer]
-    schema = None
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        raise NotFound()

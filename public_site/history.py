@@ -1,0 +1,266 @@
+"""Reads that build the public history: per-product history, the monthly archive, feeds.
+
+Like the status and incident pages, each is built in a fixed number of queries, and only
+public incidents on public products appear.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.db.models.functions import TruncMonth
+from django.http import Http404
+
+from incidents import uptime
+from incidents.models import (
+    ImpactWindow,
+    Incident,
+    IncidentUpdate,
+    Product,
+)
+from incidents.selectors import (
+    incident_durations,
+    incidents_public,
+    products_public,
+)
+from public_site.pages import (
+    FEED_SIZE,
+    HISTORY_PRODUCT_PAGE_SIZE,
+    PRODUCT_UPTIME_PERIODS,
+    UPTIME_BAR_DAYS,
+    DayView,
+    day_views,
+    display_zone,
+    incident_refs,
+    level_label,
+    open_incident,
+    timeline_prefetches,
+    today_local,
+    uptime_weights,
+    window_span,
+    windows_between,
+)
+
+# --- Product history ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PastIncident:
+    incident: Incident
+    duration: timedelta
+    ongoing: bool
+    level: str
+    products: tuple[Product, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return level_label(self.level)
+
+
+@dataclass(frozen=True)
+class UptimePeriod:
+    days: int
+    uptime: uptime.Uptime
+
+
+@dataclass(frozen=True)
+class ProductPage:
+    product: Product
+    status: str
+    days: tuple[DayView, ...]
+    uptime_periods: tuple[UptimePeriod, ...]
+    incidents: tuple[PastIncident, ...]
+    page: Page
+
+    @property
+    def status_label(self) -> str:
+        return level_label(self.status)
+
+
+def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
+    windows = list(incident.windows.all())  # prefetched and filtered by the caller
+    durations = incident_durations(incident=incident, windows=windows, now=now)
+    products: dict[int, Product] = {}
+    for w in windows:
+        products.setdefault(w.product_id, w.product)
+    return PastIncident(
+        incident=incident,
+        duration=durations.total,
+        ongoing=durations.ongoing if windows else incident.resolved_at is None,
+        level=uptime.worst(w.level for w in windows),
+        products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
+    )
+
+
+def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1) -> ProductPage:
+    """A product's status, uptime for 30/90/365 days and its incidents, newest first."""
+    try:
+        product = products_public().get(slug=slug)
+    except Product.DoesNotExist:
+        raise Http404("No such product.") from None
+    tz = display_zone()
+    weights = uptime_weights()
+    longest = max(PRODUCT_UPTIME_PERIODS)
+    days = uptime.display_days(last=today_local(now), count=longest, tz=tz)
+    windows = windows_between(since=days[0].start, now=now, products=[product])
+    spans = [window_span(w) for w in windows]
+    bar_days = days[-UPTIME_BAR_DAYS:]
+    statuses = uptime.day_statuses(spans, days=bar_days, now=now, weights=weights)
+    periods = tuple(
+        UptimePeriod(
+            days=n,
+            uptime=uptime.uptime(spans, start=days[-n].start, end=days[-1].end, now=now, weights=weights),
+        )
+        for n in PRODUCT_UPTIME_PERIODS
+    )
+
+    on_product = ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)
+    history = (
+        incidents_public()
+        .filter(Exists(on_product))
+        .prefetch_related(
+            Prefetch(
+                "windows",
+                queryset=ImpactWindow.objects.filter(product=product)
+                .select_related("product", "location")
+                .order_by("started_at", "id"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    page = Paginator(history, HISTORY_PRODUCT_PAGE_SIZE).get_page(page_number)
+    return ProductPage(
+        product=product,
+        status=uptime.current_level(spans, now=now),
+        days=day_views(statuses, incident_refs(windows)),
+        uptime_periods=periods,
+        incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
+        page=page,
+    )
+
+
+# --- History archive by month ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MonthCount:
+    month: date  # first day of the month
+    count: int
+
+
+@dataclass(frozen=True)
+class HistoryYear:
+    year: int
+    months: tuple[MonthCount, ...]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    month: date
+    previous_month: date
+    next_month: date | None
+    incidents: tuple[PastIncident, ...]
+    years: tuple[HistoryYear, ...]
+
+
+def month_start(day: date) -> date:
+    return day.replace(day=1)
+
+
+def add_months(month: date, n: int) -> date:
+    index = month.year * 12 + (month.month - 1) + n
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def parse_month(value: str | None, *, now: datetime) -> date:
+    """'2009-09' -> date(2009, 9, 1); empty -> the current month in the display zone."""
+    if not value:
+        return month_start(today_local(now))
+    try:
+        year_text, month_text = value.split("-")
+        if len(year_text) != 4 or len(month_text) != 2:
+            raise ValueError(value)
+        month = date(int(year_text), int(month_text), 1)
+    except ValueError:
+        raise Http404("The month must look like 2009-09.") from None
+    if month.year < 1970 or month > add_months(month_start(today_local(now)), 1200):
+        raise Http404("No such month.")
+    return month
+
+
+def history_page(*, month: date, now: datetime) -> HistoryPage:
+    """Public incidents that started in `month` (display zone), and the months that have any."""
+    tz = display_zone()
+    start = uptime.local_midnight(month, tz)
+    end = uptime.local_midnight(add_months(month, 1), tz)
+    incidents = (
+        incidents_public()
+        .filter(started_at__gte=start, started_at__lt=end)
+        .prefetch_related(
+            Prefetch(
+                "windows",
+                queryset=ImpactWindow.objects.filter(product__is_public=True)
+                .select_related("product", "location")
+                .order_by("started_at", "id"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    current = month_start(today_local(now))
+    return HistoryPage(
+        month=month,
+        previous_month=add_months(month, -1),
+        next_month=add_months(month, 1) if month < current else None,
+        incidents=tuple(_past_incident(i, now=now) for i in incidents),
+        years=_history_years(tz),
+    )
+
+
+def _history_years(tz: ZoneInfo) -> tuple[HistoryYear, ...]:
+    """Every month with public incidents, newest first, in one grouped query."""
+    rows = (
+        incidents_public()
+        .annotate(month=TruncMonth("started_at", tzinfo=tz))
+        .values("month")
+        .annotate(count=Count("id"))
+        .order_by("-month")
+    )
+    by_year: dict[int, list[MonthCount]] = defaultdict(list)
+    for row in rows:
+        value = row["month"]
+        month = (value.astimezone(tz).date() if isinstance(value, datetime) else value).replace(day=1)
+        by_year[month.year].append(MonthCount(month=month, count=row["count"]))
+    return tuple(HistoryYear(year=y, months=tuple(by_year[y])) for y in sorted(by_year, reverse=True))
+
+
+# --- Feeds ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeedEntry:
+    incident: Incident
+    latest_update: IncidentUpdate | None
+    products: tuple[Product, ...]
+
+    @property
+    def updated_at(self) -> datetime:
+        if self.latest_update is not None:
+            return max(self.latest_update.display_at, self.incident.started_at)
+        return self.incident.started_at
+
+
+def feed_entries(*, limit: int = FEED_SIZE) -> list[FeedEntry]:
+    """The newest public incidents with their latest update: one entry each. Three queries."""
+    incidents: QuerySet[Incident] = (
+        incidents_public().prefetch_related(*timeline_prefetches()).order_by("-started_at", "-id")[:limit]
+    )
+    entries = []
+    for incident in incidents:
+        item = open_incident(incident)
+        entries.append(FeedEntry(incident=incident, latest_update=item.latest_update, products=item.products))
+    return entries
