@@ -330,10 +330,12 @@ class IncidentViewSet(_IncidentViewSetBase):
     )
     def create(self, request: Request) -> Response:
         data = self._input(s.IncidentCreateSerializer)
+        # Impact began when the earliest window did, unless the caller says otherwise.
+        earliest = min((w["started_at"] for w in data["windows"]), default=None)
         incident = services.incident_open(
             title=data["title"],
             impact=data["impact"],
-            started_at=data["started_at"],
+            started_at=data["started_at"] or earliest,
             summary=data["summary"],
             body=data["body"],
             status=data["status"],

@@ -28,10 +28,17 @@ from incidents.services.incidents import (
     incident_edit,
     incident_open,
     incident_post_update,
+    incident_post_update_with_levels,
+    incident_publish,
     incident_resolve,
 )
 from incidents.services.reports import report_publish, report_save, report_set_status
 from incidents.services.windows import (
+    LEVEL_CHOICES,
+    OPERATIONAL,
+    LevelSpec,
+    impact_for_levels,
+    impact_levels_set,
     impact_window_add,
     impact_window_close,
     impact_window_delete,
@@ -39,6 +46,11 @@ from incidents.services.windows import (
 )
 
 __all__ = [
+    "LEVEL_CHOICES",
+    "OPERATIONAL",
+    "LevelSpec",
+    "impact_for_levels",
+    "impact_levels_set",
     "ACTION_ITEM_EDITABLE_FIELDS",
     "INCIDENT_EDITABLE_FIELDS",
     "WindowSpec",
@@ -52,6 +64,8 @@ __all__ = [
     "incident_edit",
     "incident_open",
     "incident_post_update",
+    "incident_post_update_with_levels",
+    "incident_publish",
     "incident_resolve",
     "location_create",
     "location_delete",
