@@ -157,9 +157,13 @@ class ReportForm(forms.Form):
         help_text="A mini incident report is the short form for a small incident: a summary and "
         "what was done is enough. An incident report has all four sections.",
     )
-    summary = forms.CharField(widget=_markdown_area(4), required=False, help_text="Markdown. Required to publish.")
+    summary = forms.CharField(
+        widget=_markdown_area(4), required=False, help_text="Markdown. Required to publish."
+    )
     root_cause = forms.CharField(label="Root cause", widget=_markdown_area(4), required=False)
-    remediation = forms.CharField(label="Remediation and prevention", widget=_markdown_area(4), required=False)
+    remediation = forms.CharField(
+        label="Remediation and prevention", widget=_markdown_area(4), required=False
+    )
     impact_description = forms.CharField(
         label="Detailed description of impact", widget=_markdown_area(4), required=False
     )
@@ -200,6 +204,9 @@ class TemplateForm(forms.Form):
     )
     status = forms.ChoiceField(
         required=False,
-        choices=[("", "Keep the form's status"), *[(s.value, s.label) for s in Incident.INCIDENT_STATUSES if s != Status.POSTMORTEM]],
+        choices=[
+            ("", "Keep the form's status"),
+            *[(s.value, s.label) for s in Incident.INCIDENT_STATUSES if s != Status.POSTMORTEM],
+        ],
     )
     body = forms.CharField(label="Public message", widget=_markdown_area(6), help_text="Markdown.")

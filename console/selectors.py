@@ -120,7 +120,9 @@ def console_incident(*, incident: Incident) -> ConsoleIncident:
         windows=tuple(windows),
         updates=tuple(incident.updates.select_related("author").order_by("-display_at", "-id")),
         targets=tuple(incident_impact_targets(incident=incident)),
-        action_items=tuple(incident.action_items.select_related("owner").order_by("priority", "due_date", "id")),
+        action_items=tuple(
+            incident.action_items.select_related("owner").order_by("priority", "due_date", "id")
+        ),
     )
 
 

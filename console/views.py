@@ -386,7 +386,13 @@ def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
                 return HttpResponseRedirect(reverse("console:templates"))
     else:
         initial = (
-            {"name": template.name, "kind": template.kind, "title": template.title, "status": template.status, "body": template.body}
+            {
+                "name": template.name,
+                "kind": template.kind,
+                "title": template.title,
+                "status": template.status,
+                "body": template.body,
+            }
             if template
             else {"kind": MessageTemplate.Kind.UPDATE}
         )
