@@ -21,10 +21,12 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 
 from console.models import MessageTemplate
 from credits.models import CreditNotice
 from credits.services import credits_compute
+from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, Product
 from tests.credits.builders import customer, workspace_policy
 from tests.public.test_browser import CHROMIUM_ARGS, PageProblems
@@ -351,9 +353,25 @@ def test_no_console_page_scrolls_sideways_and_each_passes_the_accessibility_chec
     browser: Any, live_server: Any, staff: User, viewport: str
 ) -> None:
     call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
-    ongoing = Incident.objects.filter(kind="incident").exclude(status__in=Incident.CLOSED_STATUSES).first()
+    storage = Product.objects.get(slug="cloud-storage")
+    started = timezone.now() - timedelta(hours=2)
+    ongoing = services.incident_open(
+        title="Cloud Storage write errors in us-central1 with a title long enough to wrap on a phone",
+        started_at=started,
+        impact=Incident.Impact.MAJOR,
+        body="We are investigating.",
+        windows=[
+            services.WindowSpec(product=storage, level=Level.PARTIAL_OUTAGE, started_at=started),
+            services.WindowSpec(
+                product=Product.objects.get(slug="gmail"),
+                level=Level.DEGRADED_PERFORMANCE,
+                started_at=started,
+            ),
+        ],
+    )
+    services.incident_open(title="A draft nobody sees yet", started_at=started, is_public=False)
     resolved = Incident.objects.filter(status="postmortem").first()
-    assert ongoing is not None and resolved is not None
+    assert resolved is not None
     template = MessageTemplate.objects.create(
         name="Elevated error rates",
         kind="incident",
