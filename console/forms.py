@@ -22,7 +22,7 @@ DATETIME_FORMAT = "%Y-%m-%dT%H:%M"
 _DATETIME_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local"}, format=DATETIME_FORMAT)
 OPERATIONAL = "operational"
 LEVELS = [(level, PRODUCT_STATUS_LABELS[level]) for level in (OPERATIONAL, *ImpactWindow.Level.values)]
-IMPACT_CHOICES = [("", "Follow the levels (worst level sets it)"), *Incident.Impact.choices]
+IMPACT_CHOICES = [("", "Follow the levels"), *Incident.Impact.choices]
 
 
 def zoned_datetime_field(label: str, *, help_text: str = "") -> forms.DateTimeField:
@@ -58,7 +58,12 @@ class DeclareForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Where the affected products are impaired. None ticked: all locations.",
     )
-    impact = forms.ChoiceField(label="Overall impact", choices=IMPACT_CHOICES, required=False)
+    impact = forms.ChoiceField(
+        label="Overall impact",
+        choices=IMPACT_CHOICES,
+        required=False,
+        help_text="What the page banner shows while the incident is open; by default the worst level sets it.",
+    )
     body = forms.CharField(
         label="First public message",
         widget=_markdown_area(),
@@ -87,7 +92,7 @@ class DeclareForm(forms.Form):
         ]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         if not self.errors and not self.affected():
             raise forms.ValidationError("Choose a level for at least one affected product.")
         return cleaned
@@ -99,7 +104,12 @@ class UpdateForm(forms.Form):
     display_at = zoned_datetime_field(
         "Time of the update", help_text="Empty: now. Level changes take effect at this time."
     )
-    impact = forms.ChoiceField(label="Overall impact", choices=IMPACT_CHOICES, required=False)
+    impact = forms.ChoiceField(
+        label="Overall impact",
+        choices=IMPACT_CHOICES,
+        required=False,
+        help_text="What the page banner shows while the incident is open; by default the worst level sets it.",
+    )
     add_product = forms.ModelChoiceField(
         label="Also affected: product",
         queryset=Product.objects.order_by("name"),
@@ -118,7 +128,9 @@ class UpdateForm(forms.Form):
     def __init__(self, *args: Any, incident: Incident, targets: list[ImpactTarget], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
-        self.fields["status"].choices = [(s.value, s.label) for s in allowed if s != Status.POSTMORTEM]
+        status_field = self.fields["status"]
+        assert isinstance(status_field, forms.ChoiceField)
+        status_field.choices = [(s.value, s.label) for s in allowed if s != Status.POSTMORTEM]
         self.fields["impact"].initial = ""
         self.targets: list[tuple[ImpactTarget, forms.BoundField]] = []
         for target in targets:
@@ -137,7 +149,7 @@ class UpdateForm(forms.Form):
         return chosen
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         product = cleaned.get("add_product")
         if product is not None and not cleaned.get("add_level"):
             self.add_error("add_level", "Choose the level of the added product.")
@@ -186,7 +198,10 @@ class ActionItemForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["owner"].queryset = _staff_choices()
+        owner = self.fields["owner"]
+        assert isinstance(owner, forms.ModelChoiceField)
+        # Per form, not once at import: staff who joined since are listed.
+        owner.queryset = _staff_choices()
 
     @property
     def is_blank(self) -> bool:

@@ -6,9 +6,8 @@ models directly rather than through the public selectors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Max, Prefetch, QuerySet
@@ -17,7 +16,6 @@ from credits.models import CreditNotice
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
 from incidents.selectors import (
     ACTIVE_MAINTENANCE_STATUSES,
-    PRODUCT_STATUS_LABELS,
     UNRESOLVED_STATUSES,
     ImpactTarget,
     incident_impact_targets,
@@ -134,14 +132,3 @@ def products_by_group() -> list[tuple[str, list[Product]]]:
     ):
         groups.setdefault(product.group.name if product.group else "Other products", []).append(product)
     return list(groups.items())
-
-
-def level_label(level: str) -> str:
-    return PRODUCT_STATUS_LABELS.get(level, level)
-
-
-def overdue_days(item: ActionItem, *, today: date) -> int:
-    return (today - item.due_date).days if item.due_date else 0
-
-
-__all__: Sequence[str] = ["ConsoleIncident", "NowPage", "console_incident", "now_page", "products_by_group"]

@@ -24,7 +24,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from console import selectors, services as console_services
+from console import selectors
+from console import services as console_services
 from console.forms import (
     ActionItemFormSet,
     DeclareForm,
@@ -302,6 +303,9 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
         form = ReportForm(initial=initial)
         formset = ActionItemFormSet(initial=[_item_initial(i) for i in items], prefix="items")
     report = IncidentReport.objects.filter(incident=incident).first()
+    if report is not None and report.published_at is None:
+        # The preview shows the publication line as it will read if published now.
+        report.published_at = timezone.now()
     return render(
         request,
         "console/report.html",

@@ -46,16 +46,16 @@ from incidents.services.windows import (
 )
 
 __all__ = [
+    "ACTION_ITEM_EDITABLE_FIELDS",
+    "INCIDENT_EDITABLE_FIELDS",
     "LEVEL_CHOICES",
     "OPERATIONAL",
     "LevelSpec",
-    "impact_for_levels",
-    "impact_levels_set",
-    "ACTION_ITEM_EDITABLE_FIELDS",
-    "INCIDENT_EDITABLE_FIELDS",
     "WindowSpec",
     "action_item_create",
     "action_item_edit",
+    "impact_for_levels",
+    "impact_levels_set",
     "impact_window_add",
     "impact_window_close",
     "impact_window_delete",

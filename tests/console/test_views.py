@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from console.models import MessageTemplate
 from credits.models import CreditNotice
+from credits.services import credits_compute
 from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, Location, Product
 from incidents.selectors import status_summary
-from credits.services import credits_compute
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 from tests.credits.builders import customer, workspace_policy
 
