@@ -155,10 +155,22 @@ def test_impact_follows_the_worst_level(levels: list[str], impact: str) -> None:
     assert services.impact_for_levels(levels) == impact
 
 
-def test_publishing_a_draft_makes_it_public_once(incident: Incident) -> None:
-    draft = services.incident_open(title="Quiet draft", started_at=T0, is_public=False)
+def test_publishing_a_draft_makes_it_public_and_tells_subscribers_once(incident: Incident) -> None:
+    from outbox.models import OutboundMessage
+    from tests.subscriptions.builders import make_subscriber
+
+    make_subscriber("fan@example.com")
+    gmail = incident.windows.get().product
+    draft = services.incident_open(
+        title="Quiet draft",
+        started_at=T0,
+        is_public=False,
+        windows=[services.WindowSpec(product=gmail, level=Level.PARTIAL_OUTAGE, started_at=T0)],
+    )
+    before = OutboundMessage.objects.count()
     services.incident_publish(incident=draft)
     draft.refresh_from_db()
     assert draft.is_public
+    assert OutboundMessage.objects.count() == before + 1
     with pytest.raises(ValidationError):
         services.incident_publish(incident=draft)
