@@ -208,7 +208,7 @@ class ActionItemForm(forms.Form):
         return not self.cleaned_data.get("item_id") and not (self.cleaned_data.get("title") or "").strip()
 
 
-ActionItemFormSet = forms.formset_factory(ActionItemForm, extra=2)
+ActionItemFormSet = forms.formset_factory(ActionItemForm, extra=1)
 
 
 class TemplateForm(forms.Form):
