@@ -278,10 +278,12 @@ class IncidentViewSet(_IncidentViewSetBase):
     )
     def create(self, request: Request) -> Response:
         data = self._input(s.IncidentCreateSerializer)
+        # Impact began when the earliest window did, unless the caller says otherwise.
+        earliest = min((w["started_at"] for w in data["windows"]), default=None)
         return self._open(
             data,
             kind=Incident.Kind.INCIDENT,
-            started_at=data["started_at"],
+            started_at=data["started_at"] or earliest,
             detected_at=data["detected_at"],
             recurrence_of=data["recurrence_of"],
         )

@@ -281,6 +281,14 @@ class WindowInputSerializer(serializers.Serializer):
     ended_at = serializers.DateTimeField(required=False, allow_null=True)
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # Checked here as well as in the service so that the error is nested under its
+        # window (`windows.1.ended_at`): the service sees one window at a time.
+        ended_at = attrs.get("ended_at")
+        if ended_at is not None and ended_at < attrs["started_at"]:
+            raise serializers.ValidationError({"ended_at": "The end must not be before the start."})
+        return attrs
+
 
 class IncidentCreateSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=200)
@@ -290,7 +298,12 @@ class IncidentCreateSerializer(serializers.Serializer):
     )
     impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.MINOR)
     status = serializers.ChoiceField(choices=OPEN_INCIDENT_STATUSES, default=Incident.Status.INVESTIGATING)
-    started_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    started_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When customer impact began. Default: the start of the earliest window, else now.",
+    )
     detected_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     recurrence_of = serializers.SlugRelatedField(
         slug_field="public_id", queryset=Incident.objects.all(), required=False, allow_null=True, default=None

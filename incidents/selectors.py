@@ -294,3 +294,42 @@ def action_items_public(*, incident: Incident) -> list[ActionItem]:
     if report is None or not report.is_published:
         return []
     return list(incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id"))
+
+
+# --- What an incident touches, for the staff console -----------------------------------
+
+
+@dataclass(frozen=True)
+class ImpactTarget:
+    """A product (optionally in one location) an incident has touched, and its level now."""
+
+    product: Product
+    location: Location | None
+    level: str
+
+    @property
+    def label(self) -> str:
+        return PRODUCT_STATUS_LABELS.get(self.level, self.level)
+
+
+def incident_impact_targets(*, incident: Incident) -> list[ImpactTarget]:
+    """Every (product, location) with a window on the incident, at its open level or
+    operational, in catalogue order: the rows of a console update."""
+    targets: dict[tuple[int, int | None], ImpactTarget] = {}
+    windows = incident.windows.select_related("product__group", "location").order_by("started_at", "id")
+    for window in windows:
+        key = (window.product_id, window.location_id)
+        previous = targets.get(key)
+        level = previous.level if previous else OPERATIONAL
+        if window.ended_at is None:
+            level = worst_level([level, window.level])
+        targets[key] = ImpactTarget(product=window.product, location=window.location, level=level)
+    return sorted(
+        targets.values(),
+        key=lambda t: (
+            t.product.group.position if t.product.group else -1,
+            t.product.position,
+            t.product.name,
+            t.location.name if t.location else "",
+        ),
+    )

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     # Rooms, top to bottom (import-linter holds the order; see pyproject.toml).
     "demo",
+    "console",
     "public_site",
     "api",
     "credits",
@@ -344,6 +345,13 @@ MAINTENANCE_REMINDER_MINUTES = env_int("MAINTENANCE_REMINDER_MINUTES", 60)
 # Owners of open action items due within this many days (or overdue) get a daily email.
 ACTION_ITEM_REMINDER_DAYS = env_int("ACTION_ITEM_REMINDER_DAYS", 3)
 ACTION_ITEM_REMINDER_HOUR_UTC = env_int("ACTION_ITEM_REMINDER_HOUR_UTC", 15)
+
+# --- Staff console (/manage/) ------------------------------------------------------------------
+# An open incident whose last public update is older than this many minutes is flagged on
+# the console's Now page: people watching the page expect news at least this often.
+CONSOLE_UPDATE_STALE_MINUTES = env_int("CONSOLE_UPDATE_STALE_MINUTES", 30)
+# Resolved incidents listed on the Now page: those resolved within this many days.
+CONSOLE_RECENT_DAYS = env_int("CONSOLE_RECENT_DAYS", 7)
 
 _SUBSCRIPTION_BEAT = {
     # Maintenance starts and ends on the minute; both ticks are idempotent, so a late or

@@ -12,6 +12,7 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("manage/", include("console.urls")),
     path("favicon.ico", favicon),
     path("", include("api.urls")),
     path("", include("public_site.urls")),

@@ -16,6 +16,7 @@ from edge import version as public_cache
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
 from incidents.services._common import WindowSpec, require_aware, validate_window
+from incidents.services.windows import LevelSpec, impact_levels_set
 
 Status = Incident.Status
 
@@ -297,3 +298,68 @@ def incident_delete(*, incident: Incident) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     Incident.objects.filter(pk=incident.pk).delete()
     public_cache.public_state_changed()
+
+
+# --- The console's update: words and levels together ----------------------------------------
+
+
+@transaction.atomic
+def incident_post_update_with_levels(
+    *,
+    incident: Incident,
+    status: str,
+    body: str,
+    levels: Sequence[LevelSpec] = (),
+    impact: str | None = None,
+    author: User | None = None,
+    display_at: datetime | None = None,
+    notify: bool = True,
+) -> IncidentUpdate:
+    """Post a timeline update that also says each product's level from its time on.
+
+    The levels move the windows (`impact_levels_set`) at the update's time, in the same
+    transaction as the update, so no reader sees the words without the levels. Resolving
+    sets everything operational: `incident_resolve` closes every open window, so levels
+    given with a closing status are not applied. `impact`, when given, becomes the
+    incident's impact (the banner follows it while the incident is open).
+    """
+    display_at = display_at or timezone.now()
+    if impact is not None and impact not in Incident.Impact.values:
+        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
+    closing = status in (Status.RESOLVED, Status.COMPLETED)
+    if levels and not closing:
+        impact_levels_set(incident=incident, levels=levels, at=display_at)
+    update = incident_post_update(
+        incident=incident,
+        status=status,
+        body=body,
+        author=author,
+        display_at=display_at,
+        notify=notify,
+    )
+    if impact is not None and not closing:
+        Incident.objects.filter(pk=incident.pk).exclude(impact=impact).update(
+            impact=impact, updated_at=timezone.now()
+        )
+        public_cache.public_state_changed()
+    return update
+
+
+@transaction.atomic
+def incident_publish(*, incident: Incident) -> Incident:
+    """Make a draft (staff-only) incident public, telling subscribers of it only now.
+
+    The draft's first update was announced when it was filed, but subscribers hear only
+    of public incidents; announcing it again now that it is public delivers it once (the
+    notification is keyed on the update).
+    """
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if incident.is_public:
+        raise ValidationError("This incident is already public.")
+    incident.is_public = True
+    incident.save(update_fields=["is_public", "updated_at"])
+    first = incident.updates.order_by("display_at", "id").first()
+    if first is not None:
+        events.announce(kind="opened", incident=incident, update=first)
+    public_cache.public_state_changed()
+    return incident

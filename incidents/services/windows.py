@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -82,3 +84,100 @@ def impact_window_delete(*, window: ImpactWindow) -> None:
     incident = window.incident
     ImpactWindow.objects.filter(pk=window.pk).delete()
     touch(incident)
+
+
+# --- Levels set by a timeline update ------------------------------------------------------
+# Staff say "Cloud Storage in us-central1 is now degraded"; the windows follow. A changed
+# level closes the open window and opens one at the update's time, so the impact history,
+# the bars, uptime and SLA credits all tell what staff said, minute by minute.
+
+OPERATIONAL = "operational"
+LEVEL_CHOICES = (OPERATIONAL, *ImpactWindow.Level.values)
+
+# The incident impact a product level implies (the Statuspage pairing).
+_LEVEL_IMPACT = {
+    OPERATIONAL: Incident.Impact.NONE,
+    ImpactWindow.Level.UNDER_MAINTENANCE: Incident.Impact.NONE,
+    ImpactWindow.Level.DEGRADED_PERFORMANCE: Incident.Impact.MINOR,
+    ImpactWindow.Level.PARTIAL_OUTAGE: Incident.Impact.MAJOR,
+    ImpactWindow.Level.MAJOR_OUTAGE: Incident.Impact.CRITICAL,
+}
+_IMPACT_ORDER = [
+    Incident.Impact.NONE,
+    Incident.Impact.MINOR,
+    Incident.Impact.MAJOR,
+    Incident.Impact.CRITICAL,
+]
+
+
+def impact_for_levels(levels: Iterable[str]) -> str:
+    """The incident impact that the worst of these product levels implies."""
+    impacts = [_LEVEL_IMPACT[level] for level in levels if level in _LEVEL_IMPACT]
+    return max(impacts, key=_IMPACT_ORDER.index, default=Incident.Impact.NONE)
+
+
+@dataclass(frozen=True)
+class LevelSpec:
+    """One product (optionally in one location) and its level from now on."""
+
+    product: Product
+    level: str
+    location: Location | None = None
+
+
+def _target(window: ImpactWindow) -> tuple[int, int | None]:
+    return (window.product_id, window.location_id)
+
+
+@transaction.atomic
+def impact_levels_set(*, incident: Incident, levels: Sequence[LevelSpec], at: datetime) -> int:
+    """Set each product's (and location's) level as of `at`; returns how many changed.
+
+    A product whose level is unchanged keeps its window; a changed level closes the open
+    window at `at` and opens one there (none for `operational`). Closing at a time before
+    the open window began would make a negative window, so it is refused, naming the time.
+    """
+    require_aware(at, field="display_at")
+    seen: set[tuple[int, int | None]] = set()
+    for spec in levels:
+        if spec.level not in LEVEL_CHOICES:
+            raise ValidationError({"level": f"Unknown level {spec.level!r}."})
+        key = (spec.product.pk, spec.location.pk if spec.location else None)
+        if key in seen:
+            raise ValidationError({"level": f"{spec.product} is listed twice for the same location."})
+        seen.add(key)
+    # Row lock on the incident: two staff setting levels at once apply one after the other.
+    Incident.objects.select_for_update().filter(pk=incident.pk).first()
+    open_windows: dict[tuple[int, int | None], list[ImpactWindow]] = {}
+    for window in incident.windows.filter(ended_at__isnull=True).select_for_update():
+        open_windows.setdefault(_target(window), []).append(window)
+
+    changed = 0
+    for spec in levels:
+        key = (spec.product.pk, spec.location.pk if spec.location else None)
+        current = open_windows.get(key, [])
+        current_levels = {w.level for w in current}
+        if current_levels == ({spec.level} if spec.level != OPERATIONAL else set()):
+            continue
+        for window in current:
+            if at < window.started_at:
+                raise ValidationError(
+                    {
+                        "display_at": f"{spec.product} has been {window.get_level_display().lower()} "
+                        f"since {window.started_at:%Y-%m-%d %H:%M} UTC; a change must come after that."
+                    }
+                )
+            window.ended_at = at
+            window.save(update_fields=["ended_at"])
+        if spec.level != OPERATIONAL:
+            ImpactWindow.objects.create(
+                incident=incident,
+                product=spec.product,
+                location=spec.location,
+                level=spec.level,
+                started_at=at,
+            )
+        changed += 1
+    if changed:
+        touch(incident)
+    return changed

@@ -369,7 +369,7 @@ def test_it_reports_service_validation_errors_per_field(staff_api: Client, world
         400,
         "invalid",
     )
-    assert error["fields"] == {"ended_at": ["The end must not be before the start."]}
+    assert error["fields"] == {"windows.0.ended_at": ["The end must not be before the start."]}
     nested = assert_error(
         post(
             staff_api, "/api/v1/incidents/", {"title": "x", "windows": [{"product": "nope", "level": "bad"}]}
@@ -409,3 +409,57 @@ def test_it_keeps_action_items_staff_only(
         staff_api.get(f"/api/v1/action-items/{items[0]['id']}/").json()["incident"] == world.outage.public_id
     )
     assert_error(staff_api.get("/api/v1/action-items/?ordering=title"), 400, "invalid")
+
+
+def test_it_starts_an_incident_at_its_earliest_window(staff_api: Client, world: World) -> None:
+    response = post(
+        staff_api,
+        "/api/v1/incidents/",
+        {
+            "title": "Gmail slow since the morning",
+            "windows": [
+                {"product": "gmail", "level": "degraded_performance", "started_at": "2026-11-29T10:05:00Z"},
+                {"product": "cloud-storage", "level": "partial_outage", "started_at": "2026-11-29T09:40:00Z"},
+            ],
+        },
+    )
+    assert response.status_code == 201, response.content
+    incident = Incident.objects.get(public_id=response.json()["id"])
+    assert incident.started_at == utc(2026, 11, 29, 9, 40)
+    # An explicit start still wins.
+    explicit = post(
+        staff_api,
+        "/api/v1/incidents/",
+        {
+            "title": "Declared with its own start",
+            "started_at": "2026-11-29T09:00:00Z",
+            "windows": [{"product": "gmail", "level": "major_outage", "started_at": "2026-11-29T09:30:00Z"}],
+        },
+    )
+    assert Incident.objects.get(public_id=explicit.json()["id"]).started_at == utc(2026, 11, 29, 9, 0)
+
+
+def test_it_names_the_window_an_error_concerns(staff_api: Client, world: World) -> None:
+    before = _snapshot()
+    error = assert_error(
+        post(
+            staff_api,
+            "/api/v1/incidents/",
+            {
+                "title": "Second window ends before it starts",
+                "windows": [
+                    {"product": "gmail", "level": "major_outage", "started_at": "2026-11-29T10:00:00Z"},
+                    {
+                        "product": "cloud-storage",
+                        "level": "partial_outage",
+                        "started_at": "2026-11-29T11:00:00Z",
+                        "ended_at": "2026-11-29T10:30:00Z",
+                    },
+                ],
+            },
+        ),
+        400,
+        "invalid",
+    )
+    assert error["fields"] == {"windows.1.ended_at": ["The end must not be before the start."]}
+    assert _snapshot() == before

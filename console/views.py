@@ -1,0 +1,423 @@
+"""The staff console: thin views. Parse the form, call one service, redirect.
+
+Every view is staff-only and runs in settings.DISPLAY_TIME_ZONE, so times are shown and
+typed in the zone the public page uses (and named next to them); the database and the
+services see UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from functools import wraps
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from console import selectors
+from console import services as console_services
+from console.forms import (
+    ActionItemFormSet,
+    DeclareForm,
+    ReportForm,
+    TemplateForm,
+    UpdateForm,
+)
+from console.models import MessageTemplate
+from core.admin import add_validation_errors
+from incidents import services
+from incidents.models import ActionItem, Incident, IncidentReport, IncidentUpdate
+from incidents.selectors import incident_get_for_user
+
+View = Callable[..., HttpResponse]
+
+# A second identical update or incident within this time is a double submit, not news.
+DUPLICATE_WINDOW = timedelta(minutes=10)
+
+
+def console_view(view: View) -> View:
+    """Staff only (else the Django login), in the display time zone, never cached."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        with timezone.override(ZoneInfo(settings.DISPLAY_TIME_ZONE)):
+            response = view(request, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    return staff_member_required(wrapper)
+
+
+def _incident(request: HttpRequest, public_id: str) -> Incident:
+    return incident_get_for_user(public_id=public_id, user=request.user)
+
+
+def _template(request: HttpRequest, kind: str) -> MessageTemplate | None:
+    pk = request.GET.get("template", "")
+    if not pk.isdigit():
+        return None
+    return MessageTemplate.objects.filter(pk=int(pk), kind=kind).first()
+
+
+def _templates(kind: str) -> list[MessageTemplate]:
+    return list(MessageTemplate.objects.filter(kind=kind).order_by("name"))
+
+
+# --- Now ------------------------------------------------------------------------------------
+
+
+@console_view
+def now(request: HttpRequest) -> HttpResponse:
+    page = selectors.now_page(now=timezone.now())
+    return render(request, "console/now.html", {"page": page, "today": timezone.localdate()})
+
+
+# --- Declare --------------------------------------------------------------------------------
+
+
+@console_view
+def declare(request: HttpRequest) -> HttpResponse:
+    groups = selectors.products_by_group()
+    preview = ""
+    if request.method == "POST":
+        form = DeclareForm(request.POST, groups=groups)
+        if "_preview" in request.POST:
+            preview = request.POST.get("body", "")
+        elif form.is_valid():
+            incident = _declare(request, form)
+            if incident is not None:
+                what = "Published" if incident.is_public else "Saved the draft of"
+                messages.success(request, f"{what} “{incident.title}”.")
+                return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
+    else:
+        template = _template(request, MessageTemplate.Kind.INCIDENT)
+        initial: dict[str, Any] = {"started_at": timezone.localtime().replace(second=0, microsecond=0)}
+        if template is not None:
+            initial.update(title=template.title, body=template.body)
+            if template.status:
+                initial["status"] = template.status
+        form = DeclareForm(initial=initial, groups=groups)
+    return render(
+        request,
+        "console/declare.html",
+        {"form": form, "preview": preview, "templates": _templates(MessageTemplate.Kind.INCIDENT)},
+    )
+
+
+def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
+    data = form.cleaned_data
+    started_at = data["started_at"] or timezone.now()
+    affected = form.affected()
+    locations = list(data["locations"]) or [None]
+    windows = [
+        services.WindowSpec(product=product, level=level, started_at=started_at, location=location)
+        for product, level in affected
+        for location in locations
+    ]
+    impact = data["impact"] or services.impact_for_levels(level for _, level in affected)
+    try:
+        with transaction.atomic():
+            recent = Incident.objects.filter(
+                title=data["title"].strip(), created_at__gte=timezone.now() - DUPLICATE_WINDOW
+            ).first()
+            if recent is not None:
+                raise ValidationError(
+                    "An incident with this title was declared a moment ago; it was not declared twice. "
+                    f"Open it from the Now page ({recent.public_id})."
+                )
+            return services.incident_open(
+                title=data["title"],
+                status=data["status"],
+                impact=impact,
+                started_at=started_at,
+                body=data["body"],
+                windows=windows,
+                created_by=request.user,  # type: ignore[arg-type]
+                is_public="_draft" not in request.POST,
+                notify=bool(data["notify"]),
+            )
+    except ValidationError as exc:
+        add_validation_errors(form, exc)
+        return None
+
+
+# --- One incident ---------------------------------------------------------------------------
+
+
+@console_view
+def incident(request: HttpRequest, public_id: str) -> HttpResponse:
+    page = selectors.console_incident(incident=_incident(request, public_id))
+    return render(request, "console/incident.html", {"page": page, "incident": page.incident})
+
+
+@console_view
+@require_POST
+def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
+    incident = _incident(request, public_id)
+    try:
+        services.incident_publish(incident=incident)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, "Published: the incident is on the public page now.")
+    return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
+
+
+# --- Post an update (and resolve) -------------------------------------------------------------
+
+
+@console_view
+def update(request: HttpRequest, public_id: str) -> HttpResponse:
+    incident = _incident(request, public_id)
+    targets = list(selectors.console_incident(incident=incident).targets)
+    resolving = request.GET.get("resolve") == "1"
+    preview = ""
+    if request.method == "POST":
+        form = UpdateForm(request.POST, incident=incident, targets=targets)
+        if form.is_valid() and "_preview" in request.POST:
+            preview = form.cleaned_data["body"]
+        elif form.is_valid():
+            posted = _post_update(request, incident, form)
+            if posted is not None:
+                messages.success(request, f"Posted the update ({posted.get_status_display()}).")
+                return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
+    else:
+        closing = Incident.Status.COMPLETED if incident.is_maintenance else Incident.Status.RESOLVED
+        initial: dict[str, Any] = {"status": closing if resolving else incident.status}
+        template = _template(request, MessageTemplate.Kind.UPDATE)
+        if template is not None:
+            initial["body"] = template.body
+            if template.status:
+                initial["status"] = template.status
+        form = UpdateForm(initial=initial, incident=incident, targets=targets)
+        if resolving:
+            for _, field in form.targets:
+                form.initial[field.name] = services.OPERATIONAL
+    return render(
+        request,
+        "console/update.html",
+        {
+            "form": form,
+            "incident": incident,
+            "resolving": resolving,
+            "preview": preview,
+            "templates": _templates(MessageTemplate.Kind.UPDATE),
+        },
+    )
+
+
+def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> IncidentUpdate | None:
+    data = form.cleaned_data
+    levels = [
+        services.LevelSpec(product=product, location=location, level=level)
+        for product, location, level in form.levels()
+    ]
+    # "Follow the levels": the worst level posted sets the impact the banner shows.
+    impact: str | None = data["impact"] or None
+    if impact is None and levels:
+        impact = services.impact_for_levels(spec.level for spec in levels)
+    try:
+        with transaction.atomic():
+            # Row lock: a second submit waits for the first to commit, then sees its update.
+            locked = Incident.objects.select_for_update().get(pk=incident.pk)
+            latest = locked.updates.order_by("-created_at", "-id").first()
+            if (
+                latest is not None
+                and latest.status == data["status"]
+                and latest.body == data["body"]
+                and latest.created_at >= timezone.now() - DUPLICATE_WINDOW
+            ):
+                raise ValidationError("This update was just posted; it was not posted a second time.")
+            return services.incident_post_update_with_levels(
+                incident=locked,
+                status=data["status"],
+                body=data["body"],
+                levels=levels,
+                impact=impact,
+                author=request.user,  # type: ignore[arg-type]
+                display_at=data["display_at"],
+                notify=bool(data["notify"]),
+            )
+    except ValidationError as exc:
+        add_validation_errors(form, exc)
+        return None
+
+
+# --- The incident report ------------------------------------------------------------------------
+
+
+def _item_initial(item: ActionItem) -> dict[str, Any]:
+    return {
+        "item_id": item.pk,
+        "title": item.title,
+        "type": item.type,
+        "priority": item.priority,
+        "status": item.status,
+        "owner": item.owner_id,
+        "due_date": item.due_date,
+        "tracker_url": item.tracker_url,
+        "is_public": item.is_public,
+    }
+
+
+@console_view
+def report(request: HttpRequest, public_id: str) -> HttpResponse:
+    incident = _incident(request, public_id)
+    existing = IncidentReport.objects.filter(incident=incident).first()
+    items = list(incident.action_items.order_by("priority", "due_date", "id"))
+    if request.method == "POST":
+        form = ReportForm(request.POST)
+        formset = ActionItemFormSet(request.POST, initial=[_item_initial(i) for i in items], prefix="items")
+        if form.is_valid() and formset.is_valid() and _save_report(request, incident, form, formset, items):
+            if "_publish" in request.POST:
+                try:
+                    services.report_publish(incident=incident, actor=request.user)  # type: ignore[arg-type]
+                except ValidationError as exc:
+                    add_validation_errors(form, exc)
+                else:
+                    messages.success(request, "Published the incident report; the incident is in postmortem.")
+                    return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
+            else:
+                messages.success(request, "Saved the incident report (not published).")
+                return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]) + "#preview")
+    else:
+        initial: dict[str, Any] = {}
+        if existing is not None:
+            initial = {
+                "kind": existing.kind,
+                "summary": existing.summary,
+                "root_cause": existing.root_cause,
+                "remediation": existing.remediation,
+                "impact_description": existing.impact_description,
+            }
+        form = ReportForm(initial=initial)
+        formset = ActionItemFormSet(initial=[_item_initial(i) for i in items], prefix="items")
+    report = IncidentReport.objects.filter(incident=incident).first()
+    if report is not None and report.published_at is None:
+        # The preview shows the publication line as it will read if published now.
+        report.published_at = timezone.now()
+    return render(
+        request,
+        "console/report.html",
+        {
+            "incident": incident,
+            "form": form,
+            "formset": formset,
+            "report": report,
+            "public_items": [i for i in items if i.is_public],
+        },
+    )
+
+
+def _save_report(
+    request: HttpRequest, incident: Incident, form: ReportForm, formset: Any, items: list[ActionItem]
+) -> bool:
+    by_id = {item.pk: item for item in items}
+    data = form.cleaned_data
+    try:
+        with transaction.atomic():
+            services.report_save(
+                incident=incident,
+                kind=data["kind"],
+                summary=data["summary"],
+                root_cause=data["root_cause"],
+                remediation=data["remediation"],
+                impact_description=data["impact_description"],
+            )
+            for index, item_form in enumerate(formset.forms):
+                if item_form.is_blank or not item_form.has_changed():
+                    continue
+                fields = {k: v for k, v in item_form.cleaned_data.items() if k != "item_id"}
+                try:
+                    item_id = item_form.cleaned_data.get("item_id")
+                    if item_id:
+                        if item_id not in by_id:
+                            raise ValidationError("This action item belongs to another incident.")
+                        changes = {k: fields[k] for k in item_form.changed_data if k in fields}
+                        services.action_item_edit(item=by_id[item_id], changes=changes)
+                    else:
+                        services.action_item_create(incident=incident, **fields)
+                except ValidationError as exc:
+                    add_validation_errors(item_form, exc)
+                    raise _ItemRejected(index) from exc
+    except _ItemRejected:
+        form.add_error(None, "An action item has an error (marked below); nothing was saved.")
+        return False
+    except ValidationError as exc:
+        add_validation_errors(form, exc)
+        return False
+    return True
+
+
+class _ItemRejected(Exception):
+    """Unwinds the report's transaction when one action item is refused."""
+
+
+# --- Templates -----------------------------------------------------------------------------------
+
+
+@console_view
+def templates(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "console/templates.html",
+        {"templates": MessageTemplate.objects.order_by("kind", "name")},
+    )
+
+
+@console_view
+def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    template = get_object_or_404(MessageTemplate, pk=pk) if pk is not None else None
+    if request.method == "POST":
+        form = TemplateForm(request.POST)
+        if form.is_valid():
+            try:
+                saved = console_services.template_save(template=template, **form.cleaned_data)
+            except ValidationError as exc:
+                add_validation_errors(form, exc)
+            else:
+                messages.success(request, f"Saved the template “{saved.name}”.")
+                return HttpResponseRedirect(reverse("console:templates"))
+    else:
+        initial = (
+            {
+                "name": template.name,
+                "kind": template.kind,
+                "title": template.title,
+                "status": template.status,
+                "body": template.body,
+            }
+            if template
+            else {"kind": MessageTemplate.Kind.UPDATE}
+        )
+        form = TemplateForm(initial=initial)
+    return render(request, "console/template_form.html", {"form": form, "template": template})
+
+
+@console_view
+@require_POST
+def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    template = get_object_or_404(MessageTemplate, pk=pk)
+    console_services.template_delete(template=template)
+    messages.success(request, f"Deleted the template “{template.name}”.")
+    return HttpResponseRedirect(reverse("console:templates"))
+
+
+# --- Markdown preview (the live preview's endpoint) ----------------------------------------------
+
+
+@console_view
+@require_POST
+def preview(request: HttpRequest) -> HttpResponse:
+    """The body rendered by the one Markdown filter the public page uses."""
+    return render(request, "console/_preview.html", {"body": request.POST.get("body", "")[:100_000]})
