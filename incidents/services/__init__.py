@@ -30,6 +30,7 @@ from incidents.services.incidents import (
     incident_post_update,
     incident_resolve,
 )
+from incidents.services.publishing import incident_publish
 from incidents.services.reports import report_publish, report_save, report_set_status
 from incidents.services.windows import (
     impact_window_add,
@@ -52,6 +53,7 @@ __all__ = [
     "incident_edit",
     "incident_open",
     "incident_post_update",
+    "incident_publish",
     "incident_resolve",
     "location_create",
     "location_delete",
