@@ -513,7 +513,7 @@ def alerts_receive(
                 # No row yet is fine: the integration lock above already serialises
                 # this sender's payloads, so nobody else can insert this fingerprint now.
                 alert = (
-                    Alert.objects.select_for_update()
+                    Alert.objects.select_for_update(of=("self",))
                     .select_related("group__incident", "window")
                     .filter(integration=locked, fingerprint=event.fingerprint)
                     .first()
