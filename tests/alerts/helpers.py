@@ -32,7 +32,11 @@ def cloud_storage_catalogue() -> tuple[Product, Product, Location, Location]:
 
 def make_integration(kind: str, *, gcs: Product, fallback: Product, **kw: Any) -> Integration:
     integration = services.integration_create(
-        name=f"{kind} test", kind=kind, default_product=fallback, default_level=ImpactLevel.DEGRADED_PERFORMANCE, **kw
+        name=f"{kind} test",
+        kind=kind,
+        default_product=fallback,
+        default_level=ImpactLevel.DEGRADED_PERFORMANCE,
+        **kw,
     )
     services.rule_save(
         integration=integration,

@@ -68,13 +68,19 @@ def test_it_parses_grafana_and_generic_payloads() -> None:
         ("grafana", b'{"alerts": [{"status": "pending"}]}', '"firing" or "resolved"'),
         ("grafana", b'{"ruleName": "x", "state": "alerting"}', "Legacy Grafana"),
         ("generic", b'{"alerts": [{"status": "firing", "started_at": "2026-10-08T11:00:00Z"}]}', '"id"'),
-        ("generic", b'{"alerts": [{"id": "a", "status": "firing", "started_at": "2026-10-08T11:00:00Z", '
-         b'"labels": "x"}]}', "labels"),
+        (
+            "generic",
+            b'{"alerts": [{"id": "a", "status": "firing", "started_at": "2026-10-08T11:00:00Z", '
+            b'"labels": "x"}]}',
+            "labels",
+        ),
         ("generic", b"[" * 100000 + b"]" * 100000, "nested too deeply"),
     ],
 )
 def test_it_refuses_malformed_payloads_with_a_message(kind: str, body: bytes, message: str) -> None:
-    with pytest.raises(PayloadError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")):
+    with pytest.raises(
+        PayloadError, match=message.replace("[", r"\[").replace("]", r"\]").replace(".", r"\.")
+    ):
         parsers.parse_payload(kind, body)
 
 

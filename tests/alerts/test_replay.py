@@ -51,7 +51,11 @@ def test_it_replays_the_cloud_storage_incident_into_the_demo_windows(client: Cli
         assert incident.impact == Incident.Impact.MAJOR
         assert incident.started_at == GCS_START
         [window] = incident.windows.all()
-        assert (window.product, window.location, window.level) == (gcs, region, ImpactWindow.Level.PARTIAL_OUTAGE)
+        assert (window.product, window.location, window.level) == (
+            gcs,
+            region,
+            ImpactWindow.Level.PARTIAL_OUTAGE,
+        )
         assert (window.started_at, window.ended_at) == (GCS_START, None)
         assert list(selectors.alert_drafts()) == [incident]
         assert client.get(f"/incidents/{incident.public_id}/").status_code == 404
