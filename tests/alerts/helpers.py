@@ -64,7 +64,7 @@ def url_for(integration: Integration) -> str:
 def post(client: Client, integration: Integration, payload: Any, *, secret: str | None = None) -> Any:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     secret = integration.secret if secret is None else secret
-    headers: dict[str, str] = {}
+    headers: dict[str, Any] = {}
     if integration.kind == Integration.Kind.GENERIC:
         headers["HTTP_X_SIGNATURE_256"] = services.signature_for(secret=secret, body=body)
     else:
