@@ -78,7 +78,7 @@ class AlertIntakeView(APIView):
         request={"application/json": {"type": "object"}},
         responses={
             200: OpenApiResponse(description="Applied: what each alert did."),
-            **errors(400, 401, 429),
+            **errors(400, 401, 404, 429),
             413: OpenApiResponse(description="The body is over ALERTS_MAX_PAYLOAD_BYTES."),
         },
         auth=[],
