@@ -440,6 +440,12 @@ def test_staff_publish_a_draft_in_one_call(client: Client, am: Integration) -> N
     post(client, am, am_payload(am_alert()))
     [draft] = selectors.alert_drafts()
     assert [a.fingerprint for a in draft.alert_group.alerts.all()] == ["f1"]
+    # A draft leaks nowhere public: pages, v1, Statuspage v2, feeds.
+    for path in ("/", "/api/v1/incidents/", "/api/v2/incidents.json", "/api/v2/summary.json", "/history.atom"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert draft.public_id not in response.content.decode(), path
+    assert client.get(f"/incidents/{draft.public_id}/").status_code == 404
     services.alert_draft_publish(incident=draft)
     draft.refresh_from_db()
     assert draft.is_public
