@@ -441,7 +441,13 @@ def test_staff_publish_a_draft_in_one_call(client: Client, am: Integration) -> N
     [draft] = selectors.alert_drafts()
     assert [a.fingerprint for a in draft.alert_group.alerts.all()] == ["f1"]
     # A draft leaks nowhere public: pages, v1, Statuspage v2, feeds.
-    for path in ("/", "/api/v1/incidents/", "/api/v2/incidents.json", "/api/v2/summary.json", "/history.atom"):
+    for path in (
+        "/",
+        "/api/v1/incidents/",
+        "/api/v2/incidents.json",
+        "/api/v2/summary.json",
+        "/history.atom",
+    ):
         response = client.get(path)
         assert response.status_code == 200, path
         assert draft.public_id not in response.content.decode(), path
