@@ -211,3 +211,18 @@ def test_a_real_alertmanager_opens_a_draft_then_resolves_it(
     statuses = set(Integration.objects.get(pk=integration.pk).payloads.values_list("status_code", flat=True))
     assert statuses == {200}
     assert services.alerts_tick().resolved == 0
+
+
+def test_it_skips_with_a_clear_reason_without_the_binary_and_fails_when_services_are_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tests.conftest
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(os.path, "exists", lambda path: False)
+    monkeypatch.setattr(tests.conftest, "REQUIRE_SERVICES", False)
+    with pytest.raises(pytest.skip.Exception, match=r"apt-get install prometheus-alertmanager"):
+        _binary()
+    monkeypatch.setattr(tests.conftest, "REQUIRE_SERVICES", True)
+    with pytest.raises(pytest.fail.Exception, match="REQUIRE_SERVICES=1"):
+        _binary()
