@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db.models import Max, Prefetch, QuerySet
 
+from alerts.models import Alert
+from alerts.selectors import alerts_for_incident
 from credits.models import CreditNotice
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
 from incidents.selectors import (
@@ -76,7 +78,12 @@ def now_page(*, now: datetime) -> NowPage:
     maintenance = Incident.objects.filter(kind=Incident.Kind.MAINTENANCE)
     active = _with_last_update(incidents.filter(status__in=UNRESOLVED_STATUSES, is_public=True))
     maintenance_active = _with_last_update(maintenance.filter(status__in=ACTIVE_MAINTENANCE_STATUSES))
-    drafts = incidents.filter(is_public=False).exclude(status__in=Incident.CLOSED_STATUSES)
+    # Alert-fed drafts carry their alert group (integration, auto-publish time) along.
+    drafts = (
+        incidents.filter(is_public=False)
+        .exclude(status__in=Incident.CLOSED_STATUSES)
+        .select_related("alert_group__integration")
+    )
     upcoming = maintenance.filter(status=Status.SCHEDULED, scheduled_until__gte=now).order_by("scheduled_for")
     resolved = incidents.filter(
         status__in=(Status.RESOLVED, Status.POSTMORTEM),
@@ -109,6 +116,7 @@ class ConsoleIncident:
     updates: tuple[IncidentUpdate, ...]
     targets: tuple[ImpactTarget, ...]
     action_items: tuple[ActionItem, ...]
+    alerts: tuple[Alert, ...]
 
 
 def console_incident(*, incident: Incident) -> ConsoleIncident:
@@ -121,6 +129,7 @@ def console_incident(*, incident: Incident) -> ConsoleIncident:
         action_items=tuple(
             incident.action_items.select_related("owner").order_by("priority", "due_date", "id")
         ),
+        alerts=tuple(alerts_for_incident(incident)),
     )
 
 

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from alerts import services as alert_services
 from console import selectors
 from console import services as console_services
 from console.forms import (
@@ -165,7 +166,8 @@ def incident(request: HttpRequest, public_id: str) -> HttpResponse:
 def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
     incident = _incident(request, public_id)
     try:
-        services.incident_publish(incident=incident)
+        # Also cancels a pending auto-publish of an alert-fed draft.
+        alert_services.alert_draft_publish(incident=incident)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "api",
     "credits",
     "subscriptions",
+    "alerts",
     "incidents",
     "outbox",
     "edge",
@@ -395,6 +396,23 @@ CELERY_DB_REUSE_MAX = 100
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},
+}
+
+# --- Alert intake (alerts/) -------------------------------------------------------------------
+# Bodies over this many bytes are refused with 413 before they are read in full.
+ALERTS_MAX_PAYLOAD_BYTES = env_int("ALERTS_MAX_PAYLOAD_BYTES", 1024 * 1024)
+# Requests per integration (after its credentials check), e.g. "120/min".
+ALERTS_INTAKE_RATE = env_str("ALERTS_INTAKE_RATE", "120/min")
+# Every received payload is kept this long for debugging, then purged by the beat.
+ALERTS_PAYLOAD_RETENTION_DAYS = env_int("ALERTS_PAYLOAD_RETENTION_DAYS", 7)
+# Who is told when every alert of an incident resolved but a person has been updating it
+# (empty: every active staff user with an address).
+ALERTS_STAFF_EMAILS = env_list("ALERTS_STAFF_EMAILS", [])
+CELERY_BEAT_SCHEDULE = {
+    **CELERY_BEAT_SCHEDULE,
+    # Due auto-resolutions (after the flap debounce) and auto-publications, each minute.
+    "alerts-tick": {"task": "alerts.tasks.alerts_tick", "schedule": 60.0},
+    "alerts-purge-payloads": {"task": "alerts.tasks.purge_payloads", "schedule": 3600.0},
 }
 
 # --- SLA credits --------------------------------------------------------------------------------

@@ -29,9 +29,9 @@ from incidents.services.incidents import (
     incident_open,
     incident_post_update,
     incident_post_update_with_levels,
-    incident_publish,
     incident_resolve,
 )
+from incidents.services.publishing import incident_publish
 from incidents.services.reports import report_publish, report_save, report_set_status
 from incidents.services.windows import (
     LEVEL_CHOICES,

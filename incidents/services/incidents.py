@@ -343,23 +343,3 @@ def incident_post_update_with_levels(
         )
         public_cache.public_state_changed()
     return update
-
-
-@transaction.atomic
-def incident_publish(*, incident: Incident) -> Incident:
-    """Make a draft (staff-only) incident public, telling subscribers of it only now.
-
-    The draft's first update was announced when it was filed, but subscribers hear only
-    of public incidents; announcing it again now that it is public delivers it once (the
-    notification is keyed on the update).
-    """
-    incident = Incident.objects.select_for_update().get(pk=incident.pk)
-    if incident.is_public:
-        raise ValidationError("This incident is already public.")
-    incident.is_public = True
-    incident.save(update_fields=["is_public", "updated_at"])
-    first = incident.updates.order_by("display_at", "id").first()
-    if first is not None:
-        events.announce(kind="opened", incident=incident, update=first)
-    public_cache.public_state_changed()
-    return incident

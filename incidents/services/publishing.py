@@ -1,0 +1,33 @@
+"""Drafts: an incident filed out of sight (from an alert) that staff make public later."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from edge import version as public_cache
+from incidents import events
+from incidents.models import Incident
+
+
+@transaction.atomic
+def incident_publish(*, incident: Incident) -> Incident:
+    """Make a draft public. Subscribers hear "opened" now, not when the draft was filed.
+
+    Idempotent: publishing a public incident changes nothing and tells nobody. A draft
+    that already resolved is published into the history without an announcement, since
+    telling subscribers "opened" about something long over would mislead them.
+    """
+    # Row lock: a staff click and the auto-publish tick must announce once between them.
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if incident.is_public:
+        return incident
+    incident.is_public = True
+    incident.save(update_fields=["is_public", "updated_at"])
+    if not incident.is_closed:
+        first = incident.updates.order_by("display_at", "id").first()
+        if first is not None:
+            # The draft's first entry was announced while private, which notified nobody
+            # (subscriptions skip private incidents); announcing it again now reaches them.
+            events.announce(kind="opened", incident=incident, update=first)
+    public_cache.public_state_changed()
+    return incident
