@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public_site import feeds, views
+from public_site import feeds, live, views
 
 app_name = "public"
 
@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("incidents/<str:public_id>/", views.incident_detail, name="incident"),
     path("products/<slug:slug>/", views.product_detail, name="product"),
     path("history/", views.history, name="history"),
+    path("live/version.json", live.live_version, name="live-version"),
     # The feeds are the same for every reader: served from the versioned page cache.
     path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
     path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),

@@ -26,6 +26,14 @@ class ProductChoiceForm(forms.Form):
         data = super().clean() or {}
         if data.get("scope") == "some" and not data.get("products"):
             self.add_error("products", "Choose at least one product, or all of them.")
+        elif data.get("scope") == "all" and data.get("products"):
+            # Ticked products under "All products" used to subscribe to everything without
+            # a word: the form must do what it shows, so ask instead of guessing.
+            self.add_error(
+                "scope",
+                "You ticked some products but chose “All products”. Choose “Only the products I "
+                "choose” to get just those, or untick them to get every product.",
+            )
         return data
 
     @property

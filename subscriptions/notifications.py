@@ -24,7 +24,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from incidents import events
-from incidents.models import Incident, IncidentReport, IncidentUpdate, Product
+from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
 from incidents.selectors import incidents_public
 from outbox.services import webhook_enqueue
 from subscriptions import emails
@@ -99,6 +99,15 @@ def affected_public_products(incident: Incident) -> list[Product]:
     )
 
 
+def affected_locations(incident: Incident) -> list[Location]:
+    """The regions and zones the incident's public windows name (none: every location)."""
+    return list(
+        Location.objects.filter(windows__incident=incident, windows__product__is_public=True)
+        .distinct()
+        .order_by("name")
+    )
+
+
 def recipients(*, incident: Incident, products: list[Product]) -> QuerySet[Subscriber]:
     """Active subscribers of every product, or of one of `products`."""
     interested = Q(all_products=True)
@@ -149,6 +158,7 @@ def build_event_message(
         "status_label": incident.get_status_display(),
         "impact_label": incident.get_impact_display(),
         "products": products,
+        "locations": affected_locations(incident),
         "update": update,
         "update_time": emails.display_time(update.display_at) if update is not None else "",
         "report": report,
