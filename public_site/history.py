@@ -292,11 +292,15 @@ class FeedEntry:
         return self.incident.started_at
 
 
-def feed_entries(*, limit: int = FEED_SIZE) -> list[FeedEntry]:
-    """The newest public incidents with their latest update: one entry each. Three queries."""
-    incidents: QuerySet[Incident] = (
-        incidents_public().prefetch_related(*timeline_prefetches()).order_by("-started_at", "-id")[:limit]
-    )
+def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> list[FeedEntry]:
+    """The newest public incidents (of one product, if given) with their latest update:
+    one entry each. Three queries."""
+    queryset = incidents_public()
+    if product is not None:
+        queryset = queryset.filter(Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)))
+    incidents: QuerySet[Incident] = queryset.prefetch_related(*timeline_prefetches()).order_by(
+        "-started_at", "-id"
+    )[:limit]
     entries = []
     for incident in incidents:
         item = open_incident(incident)

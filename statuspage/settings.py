@@ -313,7 +313,11 @@ SPECTACULAR_SETTINGS.update(
 )
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
-CORS_URLS_REGEX = r"^/(api/v2/.*|api/v1/(status|products|locations|incidents|maintenance).*|incidents\.json|products\.json)$"
+# The badges, the JSON Feeds and the live page's version document are embeddable too.
+CORS_URLS_REGEX = (
+    r"^/(api/v2/.*|api/v1/(status|products|locations|incidents|maintenance).*|incidents\.json|products\.json"
+    r"|badge\.svg|products/[-\w]+/(badge\.svg|history\.json)|history\.json|live/version\.json)$"
+)
 CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_METHODS = ["GET", "HEAD", "OPTIONS"]
 CORS_ALLOW_CREDENTIALS = False

@@ -284,3 +284,67 @@ def test_it_polls_a_small_version_document_and_keeps_the_page_when_it_fails(
         assert problems.errors == []
     finally:
         context.close()
+
+
+def test_it_embeds_the_status_snippet_on_a_page_with_a_strict_csp(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
+    """Another site pastes our snippet under a CSP with no inline script or style at all.
+
+    Both sites get public-looking names, answered by Playwright: our origin is proxied to
+    the live server from outside the browser, because Chromium refuses a public page's
+    requests to loopback (Private Network Access), which is not what is tested here.
+    """
+    ours = "http://status.example.test"
+    embedder = "http://intranet.example.test"
+    html = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Intranet</title></head><body>'
+        f'<p>Status: <a data-status-embed href="{ours}/"><img src="{ours}/badge.svg" alt="Current status" '
+        f'height="20"></a></p><script src="{ours}/static/js/status-embed.js" async></script></body></html>'
+    )
+    csp = (
+        f"default-src 'none'; script-src {ours}; connect-src {ours}; img-src {ours}; "
+        "style-src 'none'; base-uri 'none'; form-action 'none'"
+    )
+    seen: list[str] = []
+
+    def proxy(route: Any) -> None:
+        seen.append(route.request.url)
+        route.fulfill(response=route.fetch(url=live_server.url + route.request.url[len(ours) :]))
+
+    context, page = _open(browser, viewport="phone", js=True)
+    problems = PageProblems(page)
+    try:
+        page.route(ours + "/**", proxy)
+        page.route(
+            embedder + "/",
+            lambda route: route.fulfill(
+                status=200, content_type="text/html", headers={"Content-Security-Policy": csp}, body=html
+            ),
+        )
+        page.goto(embedder + "/")
+        page.wait_for_function(
+            "() => { const t = document.querySelector('[data-status-embed-text]');"
+            " return !!t && t.textContent === 'All Systems Operational'; }",
+            timeout=5000,
+        )
+        link = page.locator("[data-status-embed]")
+        assert link.get_attribute("data-status-indicator") == "none"
+        assert link.get_attribute("href") == f"{ours}/"
+        assert f"{ours}/api/v2/status.json" in seen
+        # A CSP violation would be a console error here.
+        assert problems.errors == []
+    finally:
+        context.close()
+
+
+def test_it_shows_the_badge_as_an_image(browser: Any, live_server: Any, demo: dict[str, str]) -> None:
+    context, page = _open(browser, viewport="desktop", js=False)
+    try:
+        page.goto(live_server.url + "/badge.svg")
+        size = page.evaluate("[document.documentElement.getAttribute('width'), document.title]")
+        assert int(size[0]) > 100
+        assert size[1] == "Status: All Systems Operational"
+        page.screenshot(path="/work/screens/visitors/badge.png")
+    finally:
+        context.close()
