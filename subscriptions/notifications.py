@@ -27,7 +27,7 @@ from incidents import events
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
 from incidents.selectors import incidents_public
 from outbox.services import webhook_enqueue
-from subscriptions import emails
+from subscriptions import channels, emails
 from subscriptions.models import Subscriber
 from subscriptions.webhooks import WEBHOOK_PURPOSE
 
@@ -213,11 +213,12 @@ def fan_out(*, message: EventMessage, incident: Incident, products: list[Product
     count = 0
     for subscriber in recipients(incident=incident, products=products):
         key = f"notify:{message.key}:{subscriber.pk}"
-        if subscriber.kind == Subscriber.Kind.WEBHOOK:
+        if subscriber.is_hook:
             webhook_enqueue(
                 key=key,
                 url=subscriber.url,
-                payload=message.payload,
+                # Webhook, Slack or Teams: each kind's own message (subscriptions.channels).
+                payload=channels.payload_for(subscriber, message),
                 secret=subscriber.secret,
                 purpose=WEBHOOK_PURPOSE,
                 ref=subscriber.outbox_ref,
