@@ -91,7 +91,11 @@ def badge_response(badge: Badge) -> HttpResponse:
 def page_badge(request: HttpRequest) -> HttpResponse:
     banner = status_summary(now=timezone.now()).banner
     return badge_response(
-        Badge(label=site_title(settings.SITE_NAME), message=banner.description, level=INDICATOR_LEVEL[banner.indicator])
+        Badge(
+            label=site_title(settings.SITE_NAME),
+            message=banner.description,
+            level=INDICATOR_LEVEL[banner.indicator],
+        )
     )
 
 
@@ -119,7 +123,9 @@ def _content_html(entry: FeedEntry) -> str:
     parts: list[str] = []
     if entry.products:
         parts.append(
-            format_html("<p>Affected: {}</p>", format_html_join(", ", "{}", ((p.name,) for p in entry.products)))
+            format_html(
+                "<p>Affected: {}</p>", format_html_join(", ", "{}", ((p.name,) for p in entry.products))
+            )
         )
     update = entry.latest_update
     if update is not None:

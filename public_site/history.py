@@ -297,7 +297,9 @@ def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> l
     one entry each. Three queries."""
     queryset = incidents_public()
     if product is not None:
-        queryset = queryset.filter(Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)))
+        queryset = queryset.filter(
+            Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product))
+        )
     incidents: QuerySet[Incident] = queryset.prefetch_related(*timeline_prefetches()).order_by(
         "-started_at", "-id"
     )[:limit]

@@ -23,5 +23,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="product-history-json",
     ),
     path("badge.svg", public_page("badge")(embeds.page_badge), name="badge"),
-    path("products/<slug:slug>/badge.svg", public_page("product-badge")(embeds.product_badge), name="product-badge"),
+    path(
+        "products/<slug:slug>/badge.svg",
+        public_page("product-badge")(embeds.product_badge),
+        name="product-badge",
+    ),
 ]

@@ -97,7 +97,10 @@ def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
     body = _body_text(message)
     if body:
         blocks.append(
-            {"type": "section", "text": {"type": "mrkdwn", "text": _clip(slack_escape(body), SLACK_SECTION_MAX)}}
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": _clip(slack_escape(body), SLACK_SECTION_MAX)},
+            }
         )
     blocks.append(
         {
@@ -150,7 +153,9 @@ def teams_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
         "type": "AdaptiveCard",
         "version": ADAPTIVE_CARD_VERSION,
         "body": body,
-        "actions": [{"type": "Action.OpenUrl", "title": "View on the status page", "url": ctx["incident_url"]}],
+        "actions": [
+            {"type": "Action.OpenUrl", "title": "View on the status page", "url": ctx["incident_url"]}
+        ],
     }
     return {
         "type": "message",

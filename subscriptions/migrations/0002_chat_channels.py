@@ -5,54 +5,91 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0002_constraint_messages'),
-        ('subscriptions', '0001_initial'),
+        ("incidents", "0002_constraint_messages"),
+        ("subscriptions", "0001_initial"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='subscriber',
-            name='subscriber_kind_valid',
+            model_name="subscriber",
+            name="subscriber_kind_valid",
         ),
         migrations.RemoveConstraint(
-            model_name='subscriber',
-            name='subscriber_url_matches_kind',
+            model_name="subscriber",
+            name="subscriber_url_matches_kind",
         ),
         migrations.RemoveConstraint(
-            model_name='subscriber',
-            name='subscriber_webhook_unique',
+            model_name="subscriber",
+            name="subscriber_webhook_unique",
         ),
         migrations.AddField(
-            model_name='subscriber',
-            name='payload_format',
-            field=models.CharField(choices=[('native', "This page's event format"), ('statuspage', 'Statuspage-compatible')], default='native', help_text='Generic webhooks only: the JSON shape delivered.', max_length=12),
+            model_name="subscriber",
+            name="payload_format",
+            field=models.CharField(
+                choices=[("native", "This page's event format"), ("statuspage", "Statuspage-compatible")],
+                default="native",
+                help_text="Generic webhooks only: the JSON shape delivered.",
+                max_length=12,
+            ),
         ),
         migrations.AlterField(
-            model_name='subscriber',
-            name='kind',
-            field=models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook'), ('slack', 'Slack channel'), ('teams', 'Microsoft Teams channel')], default='email', max_length=8),
+            model_name="subscriber",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("email", "Email"),
+                    ("webhook", "Webhook"),
+                    ("slack", "Slack channel"),
+                    ("teams", "Microsoft Teams channel"),
+                ],
+                default="email",
+                max_length=8,
+            ),
         ),
         migrations.AlterField(
-            model_name='subscriber',
-            name='url',
-            field=models.URLField(blank=True, help_text='Webhook or chat incoming-webhook target (not for email).', max_length=500),
+            model_name="subscriber",
+            name="url",
+            field=models.URLField(
+                blank=True,
+                help_text="Webhook or chat incoming-webhook target (not for email).",
+                max_length=500,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscriber',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['email', 'webhook', 'slack', 'teams'])), name='subscriber_kind_valid'),
+            model_name="subscriber",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["email", "webhook", "slack", "teams"])),
+                name="subscriber_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscriber',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('kind', 'email'), ('url', '')), models.Q(('kind__in', ['webhook', 'slack', 'teams']), models.Q(('url', ''), _negated=True)), _connector='OR'), name='subscriber_url_matches_kind'),
+            model_name="subscriber",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("kind", "email"), ("url", "")),
+                    models.Q(
+                        ("kind__in", ["webhook", "slack", "teams"]), models.Q(("url", ""), _negated=True)
+                    ),
+                    _connector="OR",
+                ),
+                name="subscriber_url_matches_kind",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscriber',
-            constraint=models.CheckConstraint(condition=models.Q(('payload_format__in', ['native', 'statuspage'])), name='subscriber_payload_format_valid'),
+            model_name="subscriber",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("payload_format__in", ["native", "statuspage"])),
+                name="subscriber_payload_format_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscriber',
-            constraint=models.UniqueConstraint(django.db.models.functions.text.Lower('email'), models.F('url'), condition=models.Q(('kind', 'email'), _negated=True), name='subscriber_webhook_unique'),
+            model_name="subscriber",
+            constraint=models.UniqueConstraint(
+                django.db.models.functions.text.Lower("email"),
+                models.F("url"),
+                condition=models.Q(("kind", "email"), _negated=True),
+                name="subscriber_webhook_unique",
+            ),
         ),
     ]

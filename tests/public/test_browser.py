@@ -213,9 +213,12 @@ def test_it_keeps_every_section_of_the_status_page_current(
         incident_resolve(incident=incident, body="Mail flows again.")
         _wait_text(page, "[data-live='incidents']", "Gmail cannot send mail", present=False)
         _wait_text(page, "[data-banner-description]", "All Systems Operational")
-        assert page.locator(f"[data-component-id='{gmail.public_id}'] [data-status]").get_attribute(
-            "data-status"
-        ) == "operational"
+        assert (
+            page.locator(f"[data-component-id='{gmail.public_id}'] [data-status]").get_attribute(
+                "data-status"
+            )
+            == "operational"
+        )
         assert "icon--operational" in (page.locator(".brand__mark").get_attribute("class") or "")
         # Resolved, it still leaves its trace under today's recent incidents.
         today = page.locator("[data-live='recent'] .recent__day").first
@@ -346,5 +349,47 @@ def test_it_shows_the_badge_as_an_image(browser: Any, live_server: Any, demo: di
         assert int(size[0]) > 100
         assert size[1] == "Status: All Systems Operational"
         page.screenshot(path="/work/screens/visitors/badge.png")
+    finally:
+        context.close()
+
+
+def test_it_switches_times_to_the_visitors_zone_on_request(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
+    context = browser.new_context(viewport=VIEWPORTS["desktop"], timezone_id="Europe/Berlin", locale="en-GB")
+    page = context.new_page()
+    problems = PageProblems(page)
+    try:
+        page.goto(live_server.url + demo["incident"])
+        started = page.locator(".facts time").first
+        page_text = started.inner_text()
+        assert page_text.endswith(("PDT", "PST"))  # the page's zone by default
+        assert page.locator("[data-tz-note]").inner_text() == "All times US/Pacific"
+        page.locator("[data-tz-choice='local']").click()
+        assert page.locator("[data-tz-note]").inner_text() == "All times Europe/Berlin"
+        local_text = started.inner_text()
+        assert local_text != page_text and (
+            "CET" in local_text or "CEST" in local_text or "GMT+" in local_text
+        )
+        page.screenshot(path="/work/screens/visitors/incident-1280-local-zone.png", full_page=False)
+        # Remembered without a cookie, and applied again on the next page.
+        assert context.cookies() == []
+        page.goto(live_server.url + "/")
+        assert page.locator("[data-tz-note]").inner_text() == "All times Europe/Berlin"
+        page.locator("[data-tz-choice='page']").click()
+        assert page.locator("[data-tz-note]").inner_text() == "All times US/Pacific"
+        assert problems.errors == []
+    finally:
+        context.close()
+
+
+def test_it_keeps_the_page_zone_without_javascript(
+    browser: Any, live_server: Any, demo: dict[str, str]
+) -> None:
+    context, page = _open(browser, viewport="phone", js=False)
+    try:
+        page.goto(live_server.url + demo["incident"])
+        assert not page.locator("[data-tz-switch]").is_visible()
+        assert "US/Pacific" in page.locator(".site-footer").inner_text()
     finally:
         context.close()
