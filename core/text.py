@@ -22,3 +22,12 @@ def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
     if len(value) > max_length:
         raise ValidationError({field: f"At most {max_length} characters."})
     return value
+
+
+def site_title(site_name: str) -> str:
+    """What pages and emails call the status page: "Acme status", but "Acme Status" (not
+    "Acme Status status") when the configured name already says so."""
+    name = (site_name or "").strip()
+    if re.search(r"\bstatus\b", name, flags=re.IGNORECASE):
+        return name
+    return f"{name} status"

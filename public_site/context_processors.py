@@ -5,9 +5,13 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
+from core.text import site_title
+
 
 def site(request: HttpRequest) -> dict[str, Any]:
     return {
         "SITE_NAME": settings.SITE_NAME,
+        "SITE_TITLE": site_title(settings.SITE_NAME),
         "DISPLAY_TIME_ZONE": settings.DISPLAY_TIME_ZONE,
+        "LIVE_REFRESH_SECONDS": settings.LIVE_REFRESH_SECONDS,
     }

@@ -144,6 +144,44 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
     )
 
 
+# --- Recent incidents on the status page -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecentDay:
+    """One day (display zone) of the "Recent incidents" list, newest day first."""
+
+    date: date
+    incidents: tuple[PastIncident, ...]
+
+
+def recent_incidents(*, now: datetime, days: int) -> tuple[RecentDay, ...]:
+    """The last `days` days, today first, each with the public incidents (and maintenance)
+    that started that day, newest first. Quiet days are kept, empty, so the page can say
+    "No incidents reported" as the anchors do. Two queries."""
+    tz = display_zone()
+    count = max(1, days)
+    span = uptime.display_days(last=today_local(now), count=count, tz=tz)
+    incidents = (
+        incidents_public()
+        # Upcoming maintenance has not happened yet: it is listed under "Scheduled".
+        .filter(started_at__gte=span[0].start, started_at__lte=now)
+        .prefetch_related(
+            Prefetch(
+                "windows",
+                queryset=ImpactWindow.objects.filter(product__is_public=True)
+                .select_related("product", "location")
+                .order_by("started_at", "id"),
+            )
+        )
+        .order_by("-started_at", "-id")
+    )
+    by_day: dict[date, list[PastIncident]] = defaultdict(list)
+    for incident in incidents:
+        by_day[uptime.local_date(incident.started_at, tz)].append(_past_incident(incident, now=now))
+    return tuple(RecentDay(date=d.date, incidents=tuple(by_day.get(d.date, ()))) for d in reversed(span))
+
+
 # --- History archive by month ---------------------------------------------------------------
 
 
@@ -254,11 +292,17 @@ class FeedEntry:
         return self.incident.started_at
 
 
-def feed_entries(*, limit: int = FEED_SIZE) -> list[FeedEntry]:
-    """The newest public incidents with their latest update: one entry each. Three queries."""
-    incidents: QuerySet[Incident] = (
-        incidents_public().prefetch_related(*timeline_prefetches()).order_by("-started_at", "-id")[:limit]
-    )
+def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> list[FeedEntry]:
+    """The newest public incidents (of one product, if given) with their latest update:
+    one entry each. Three queries."""
+    queryset = incidents_public()
+    if product is not None:
+        queryset = queryset.filter(
+            Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product))
+        )
+    incidents: QuerySet[Incident] = queryset.prefetch_related(*timeline_prefetches()).order_by(
+        "-started_at", "-id"
+    )[:limit]
     entries = []
     for incident in incidents:
         item = open_incident(incident)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -40,8 +41,10 @@ def in_display_zone(view: View) -> View:
 @public_page("index")
 @in_display_zone
 def status_index(request: HttpRequest) -> HttpResponse:
-    page = public_selectors.status_page(now=timezone.now())
-    return render(request, "public/index.html", {"page": page})
+    now = timezone.now()
+    page = public_selectors.status_page(now=now)
+    recent = public_history.recent_incidents(now=now, days=settings.RECENT_INCIDENT_DAYS)
+    return render(request, "public/index.html", {"page": page, "recent": recent})
 
 
 def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:

@@ -34,6 +34,9 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# The organisation's name. Pages and emails call the site "<SITE_NAME> status" unless the
+# name already says "status" (core.text.site_title): the default reads "Status", never
+# "Status status".
 SITE_NAME = env_str("SITE_NAME", "Status")
 
 INSTALLED_APPS = [
@@ -204,6 +207,11 @@ UPTIME_WEIGHT_MAJOR = env_float("UPTIME_WEIGHT_MAJOR", 1.0)
 UPTIME_WEIGHT_PARTIAL = env_float("UPTIME_WEIGHT_PARTIAL", 0.3)
 UPTIME_WEIGHT_DEGRADED = env_float("UPTIME_WEIGHT_DEGRADED", 0.0)
 STATUS_GRID_DAYS = env_int("STATUS_GRID_DAYS", 14)
+# "Recent incidents" on the status page: this many days, one heading per day.
+RECENT_INCIDENT_DAYS = env_int("RECENT_INCIDENT_DAYS", 14)
+# How often an open public page asks whether anything changed (static/js/live.js reads
+# it from the page); the question is a tiny version document answered with 304 mostly.
+LIVE_REFRESH_SECONDS = env_int("LIVE_REFRESH_SECONDS", 30)
 
 # --- Public page cache (edge/page_cache.py) ------------------------------------------
 # Entries are invalidated by the public-state version on every write; this TTL only
@@ -307,7 +315,11 @@ SPECTACULAR_SETTINGS.update(
 )
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
-CORS_URLS_REGEX = r"^/(api/v2/.*|api/v1/(status|products|locations|incidents|maintenance).*|incidents\.json|products\.json)$"
+# The badges, the JSON Feeds and the live page's version document are embeddable too.
+CORS_URLS_REGEX = (
+    r"^/(api/v2/.*|api/v1/(status|products|locations|incidents|maintenance).*|incidents\.json|products\.json"
+    r"|badge\.svg|products/[-\w]+/(badge\.svg|history\.json)|history\.json|live/version\.json)$"
+)
 CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_METHODS = ["GET", "HEAD", "OPTIONS"]
 CORS_ALLOW_CREDENTIALS = False

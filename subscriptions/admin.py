@@ -45,7 +45,7 @@ class SubscriberAdmin(admin.ModelAdmin):
     @admin.action(description="Re-enable the selected webhooks (reset failures)")
     def reenable_webhooks(self, request: HttpRequest, queryset: QuerySet[Subscriber]) -> None:
         count = 0
-        for subscriber in queryset.filter(kind=Subscriber.Kind.WEBHOOK):
+        for subscriber in queryset.exclude(kind=Subscriber.Kind.EMAIL):
             services.subscriber_reenable(subscriber=subscriber)
             count += 1
         self.message_user(request, f"{count} webhook(s) re-enabled.")

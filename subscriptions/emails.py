@@ -18,6 +18,7 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 
+from core.text import site_title
 from outbox.services import email_enqueue
 from subscriptions.models import Subscriber
 from subscriptions.tokens import Purpose, make_token
@@ -48,7 +49,12 @@ def display_time(value: datetime | None) -> str:
 
 
 def render_email(name: str, context: dict[str, Any]) -> RenderedEmail:
-    base = {"site_name": settings.SITE_NAME, "site_url": settings.SITE_URL, **context}
+    base = {
+        "site_name": settings.SITE_NAME,
+        "site_title": site_title(settings.SITE_NAME),
+        "site_url": settings.SITE_URL,
+        **context,
+    }
     # A subject is one line: template newlines and runs of spaces collapse to one space.
     subject = _WHITESPACE.sub(" ", render_to_string(f"emails/{name}_subject.txt", base)).strip()
     return RenderedEmail(

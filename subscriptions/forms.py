@@ -8,7 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from incidents.selectors import products_public
-from subscriptions.models import Subscriber
+from subscriptions.models import HOOK_KINDS, Subscriber
 from subscriptions.webhooks import validate_webhook_url
 
 SCOPE_CHOICES = [("all", "All products"), ("some", "Only the products I choose")]
@@ -26,6 +26,14 @@ class ProductChoiceForm(forms.Form):
         data = super().clean() or {}
         if data.get("scope") == "some" and not data.get("products"):
             self.add_error("products", "Choose at least one product, or all of them.")
+        elif data.get("scope") == "all" and data.get("products"):
+            # Ticked products under "All products" used to subscribe to everything without
+            # a word: the form must do what it shows, so ask instead of guessing.
+            self.add_error(
+                "scope",
+                "You ticked some products but chose “All products”. Choose “Only the products I "
+                "choose” to get just those, or untick them to get every product.",
+            )
         return data
 
     @property
@@ -47,16 +55,26 @@ class SubscribeForm(ProductChoiceForm):
         required=False,
         assume_scheme="https",
         label="Webhook URL",
-        help_text="Receives a signed JSON POST per event.",
+        help_text="A webhook receives a signed JSON POST per event; for Slack or Teams, paste the channel's incoming-webhook URL.",
+    )
+    payload_format = forms.ChoiceField(
+        choices=Subscriber.Format.choices,
+        initial=Subscriber.Format.NATIVE,
+        required=False,
+        label="Webhook payload",
+        help_text="Statuspage-compatible: the JSON shape Statuspage sends its webhook subscribers.",
     )
 
-    field_order = ["kind", "email", "url", "scope", "products"]
+    field_order = ["kind", "email", "url", "payload_format", "scope", "products"]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if data.get("kind") == Subscriber.Kind.WEBHOOK:
+        if data.get("kind") != Subscriber.Kind.WEBHOOK:
+            # Only a generic webhook has a choice of shape; Slack and Teams get their own.
+            data["payload_format"] = Subscriber.Format.NATIVE
+        if data.get("kind") in HOOK_KINDS:
             if not data.get("url"):
-                self.add_error("url", "A webhook needs a URL.")
+                self.add_error("url", "A webhook or channel needs its incoming-webhook URL.")
             else:
                 # Checked here too (the service checks again), so that a refused URL is
                 # reported even when the per-address limit skips the service call.

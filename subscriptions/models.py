@@ -30,16 +30,40 @@ def new_webhook_secret() -> str:
 class SubscriberKind(models.TextChoices):
     EMAIL = "email", "Email"
     WEBHOOK = "webhook", "Webhook"
+    # Chat channels: incoming-webhook URLs that get a formatted message (channels.py).
+    SLACK = "slack", "Slack channel"
+    TEAMS = "teams", "Microsoft Teams channel"
+
+
+# Every kind but email posts to a URL through the outbox's webhook path.
+HOOK_KINDS = (SubscriberKind.WEBHOOK, SubscriberKind.SLACK, SubscriberKind.TEAMS)
+
+
+class PayloadFormat(models.TextChoices):
+    """What a generic webhook receives: our own event document, or Statuspage's
+    subscriber payload shape, so receivers written for Statuspage work unchanged."""
+
+    NATIVE = "native", "This page's event format"
+    STATUSPAGE = "statuspage", "Statuspage-compatible"
 
 
 class Subscriber(models.Model):
     Kind = SubscriberKind
+    Format = PayloadFormat
 
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.EMAIL)
+    payload_format = models.CharField(
+        max_length=12,
+        choices=PayloadFormat.choices,
+        default=PayloadFormat.NATIVE,
+        help_text="Generic webhooks only: the JSON shape delivered.",
+    )
     email = models.EmailField(
         max_length=254, help_text="The subscriber's address; for a webhook, its owner's address."
     )
-    url = models.URLField(max_length=500, blank=True, help_text="Webhook target (webhooks only).")
+    url = models.URLField(
+        max_length=500, blank=True, help_text="Webhook or chat incoming-webhook target (not for email)."
+    )
     all_products = models.BooleanField(default=True, help_text="Notify about every public product.")
     products = models.ManyToManyField(Product, blank=True, related_name="subscribers")
     token = models.CharField(max_length=32, unique=True, default=new_subscriber_token, editable=False)
@@ -60,8 +84,11 @@ class Subscriber(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=SubscriberKind.values), name="subscriber_kind_valid"),
             models.CheckConstraint(
-                condition=Q(kind="email", url="") | (Q(kind="webhook") & ~Q(url="")),
+                condition=Q(kind="email", url="") | (Q(kind__in=[k.value for k in HOOK_KINDS]) & ~Q(url="")),
                 name="subscriber_url_matches_kind",
+            ),
+            models.CheckConstraint(
+                condition=Q(payload_format__in=PayloadFormat.values), name="subscriber_payload_format_valid"
             ),
             # One email subscription per address (case-insensitively), one webhook per
             # owner and URL: subscribing twice updates, never duplicates.
@@ -69,7 +96,7 @@ class Subscriber(models.Model):
                 Lower("email"), condition=Q(kind="email"), name="subscriber_email_unique"
             ),
             models.UniqueConstraint(
-                Lower("email"), F("url"), condition=Q(kind="webhook"), name="subscriber_webhook_unique"
+                Lower("email"), F("url"), condition=~Q(kind="email"), name="subscriber_webhook_unique"
             ),
         ]
         indexes = [
@@ -78,7 +105,12 @@ class Subscriber(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.url if self.kind == self.Kind.WEBHOOK else self.email
+        return self.url if self.is_hook else self.email
+
+    @property
+    def is_hook(self) -> bool:
+        """Delivered as a POST to `url` (a webhook or a chat channel), not by email."""
+        return self.kind in HOOK_KINDS
 
     @property
     def is_confirmed(self) -> bool:

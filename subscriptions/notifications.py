@@ -24,10 +24,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from incidents import events
-from incidents.models import Incident, IncidentReport, IncidentUpdate, Product
+from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
 from incidents.selectors import incidents_public
 from outbox.services import webhook_enqueue
-from subscriptions import emails
+from subscriptions import channels, emails
 from subscriptions.models import Subscriber
 from subscriptions.webhooks import WEBHOOK_PURPOSE
 
@@ -99,6 +99,15 @@ def affected_public_products(incident: Incident) -> list[Product]:
     )
 
 
+def affected_locations(incident: Incident) -> list[Location]:
+    """The regions and zones the incident's public windows name (none: every location)."""
+    return list(
+        Location.objects.filter(windows__incident=incident, windows__product__is_public=True)
+        .distinct()
+        .order_by("name")
+    )
+
+
 def recipients(*, incident: Incident, products: list[Product]) -> QuerySet[Subscriber]:
     """Active subscribers of every product, or of one of `products`."""
     interested = Q(all_products=True)
@@ -149,6 +158,7 @@ def build_event_message(
         "status_label": incident.get_status_display(),
         "impact_label": incident.get_impact_display(),
         "products": products,
+        "locations": affected_locations(incident),
         "update": update,
         "update_time": emails.display_time(update.display_at) if update is not None else "",
         "report": report,
@@ -203,11 +213,12 @@ def fan_out(*, message: EventMessage, incident: Incident, products: list[Product
     count = 0
     for subscriber in recipients(incident=incident, products=products):
         key = f"notify:{message.key}:{subscriber.pk}"
-        if subscriber.kind == Subscriber.Kind.WEBHOOK:
+        if subscriber.is_hook:
             webhook_enqueue(
                 key=key,
                 url=subscriber.url,
-                payload=message.payload,
+                # Webhook, Slack or Teams: each kind's own message (subscriptions.channels).
+                payload=channels.payload_for(subscriber, message),
                 secret=subscriber.secret,
                 purpose=WEBHOOK_PURPOSE,
                 ref=subscriber.outbox_ref,

@@ -22,7 +22,7 @@ from core.text import clean_single_line
 from incidents.models import Product
 from outbox.models import OutboundMessage
 from subscriptions import emails
-from subscriptions.models import Subscriber, new_webhook_secret
+from subscriptions.models import HOOK_KINDS, Subscriber, new_webhook_secret
 from subscriptions.webhooks import validate_webhook_url
 
 
@@ -61,12 +61,17 @@ def subscriber_request(
     url: str = "",
     all_products: bool = True,
     products: Iterable[Product] = (),
+    payload_format: str = Subscriber.Format.NATIVE,
 ) -> None:
     """Handle a subscribe form. Returns nothing on purpose: the answer must not differ."""
     email = clean_email(email)
     if kind not in Subscriber.Kind.values:
-        raise ValidationError({"kind": "Choose email or webhook."})
-    url = validate_webhook_url(url) if kind == Subscriber.Kind.WEBHOOK else ""
+        raise ValidationError({"kind": "Choose email, webhook, Slack or Teams."})
+    url = validate_webhook_url(url) if kind in HOOK_KINDS else ""
+    if payload_format not in Subscriber.Format.values or (
+        payload_format != Subscriber.Format.NATIVE and kind != Subscriber.Kind.WEBHOOK
+    ):
+        raise ValidationError({"payload_format": "Choose a payload format for a webhook."})
     chosen = [] if all_products else _clean_products(products)
     if not all_products and not chosen:
         raise ValidationError({"products": "Choose at least one product, or all of them."})
@@ -78,7 +83,7 @@ def subscriber_request(
             # A savepoint: two identical requests racing end with one row, not an error.
             with transaction.atomic():
                 subscriber = Subscriber.objects.create(
-                    kind=kind, email=email, url=url, all_products=all_products
+                    kind=kind, email=email, url=url, all_products=all_products, payload_format=payload_format
                 )
                 subscriber.products.set(chosen)
         except IntegrityError:

@@ -90,6 +90,7 @@ def subscribe(request: HttpRequest) -> HttpResponse:
                     url=form.cleaned_data.get("url") or "",
                     all_products=form.all_products,
                     products=form.cleaned_data.get("products") or [],
+                    payload_format=form.cleaned_data.get("payload_format") or Subscriber.Format.NATIVE,
                 )
         except ValidationError as exc:
             _form_errors_from(form, exc)
@@ -130,10 +131,10 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "save")
-        if action == "reenable" and subscriber.kind == Subscriber.Kind.WEBHOOK:
+        if action == "reenable" and subscriber.is_hook:
             services.subscriber_reenable(subscriber=subscriber)
             return redirect(request.path + "?saved=1")
-        if action == "rotate" and subscriber.kind == Subscriber.Kind.WEBHOOK:
+        if action == "rotate" and subscriber.is_hook:
             services.subscriber_rotate_secret(subscriber=subscriber)
             return redirect(request.path + "?saved=1")
         form = ManageForm(request.POST)

@@ -1,0 +1,193 @@
+"""Things other sites embed or poll: SVG status badges and JSON Feed 1.1.
+
+Every view here is public and the same for everyone: each goes through
+`edge.page_cache.public_page` (versioned cache, ETag, 304, Cache-Control, no cookies),
+and edge.middleware.PublicCorsMiddleware lets other origins read them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from core.text import site_title
+from incidents.markdown import render_markdown
+from incidents.models import Product
+from incidents.selectors import (
+    PRODUCT_STATUS_LABELS,
+    product_statuses,
+    products_public,
+    status_summary,
+)
+from public_site import history as public_history
+from public_site.history import FeedEntry
+from public_site.pages import INDICATOR_LEVEL
+
+# --- Badges ------------------------------------------------------------------------------------
+
+# Fill colours per product level (the page's palette, dark enough for white text).
+BADGE_COLOURS = {
+    "operational": "#188038",
+    "under_maintenance": "#1558b0",
+    "degraded_performance": "#a86b00",
+    "partial_outage": "#c25400",
+    "major_outage": "#c5221f",
+}
+LABEL_COLOUR = "#555555"
+# Verdana-ish 11 px averages about 6.5 px a character; a badge a little too wide beats
+# clipped text, and the SVG carries the words in <title> for screen readers anyway.
+CHAR_WIDTH = 6.5
+PADDING = 10
+
+
+@dataclass(frozen=True)
+class Badge:
+    label: str
+    message: str
+    level: str
+
+    @property
+    def colour(self) -> str:
+        return BADGE_COLOURS.get(self.level, LABEL_COLOUR)
+
+    @property
+    def label_width(self) -> int:
+        return round(len(self.label) * CHAR_WIDTH) + 2 * PADDING
+
+    @property
+    def message_width(self) -> int:
+        return round(len(self.message) * CHAR_WIDTH) + 2 * PADDING
+
+    @property
+    def width(self) -> int:
+        return self.label_width + self.message_width
+
+    @property
+    def label_x(self) -> float:
+        return self.label_width / 2
+
+    @property
+    def message_x(self) -> float:
+        return self.label_width + self.message_width / 2
+
+    @property
+    def text(self) -> str:
+        return f"{self.label}: {self.message}"
+
+
+def badge_response(badge: Badge) -> HttpResponse:
+    body = render_to_string("public/badge.svg", {"badge": badge})
+    return HttpResponse(body, content_type="image/svg+xml; charset=utf-8")
+
+
+def page_badge(request: HttpRequest) -> HttpResponse:
+    banner = status_summary(now=timezone.now()).banner
+    return badge_response(
+        Badge(
+            label=site_title(settings.SITE_NAME),
+            message=banner.description,
+            level=INDICATOR_LEVEL[banner.indicator],
+        )
+    )
+
+
+def _public_product(slug: str) -> Product:
+    try:
+        return products_public().get(slug=slug)
+    except Product.DoesNotExist:
+        raise Http404("No such product.") from None
+
+
+def product_badge(request: HttpRequest, slug: str) -> HttpResponse:
+    product = _public_product(slug)
+    level = product_statuses(at=timezone.now(), products=[product]).get(product.pk, "operational")
+    return badge_response(Badge(label=product.name, message=PRODUCT_STATUS_LABELS[level], level=level))
+
+
+# --- JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/) -------------------------------------
+
+JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+JSON_FEED_TYPE = "application/feed+json"
+
+
+def _content_html(entry: FeedEntry) -> str:
+    # Escaped fields and the one sanitising Markdown renderer, as in the Atom feed.
+    parts: list[str] = []
+    if entry.products:
+        parts.append(
+            format_html(
+                "<p>Affected: {}</p>", format_html_join(", ", "{}", ((p.name,) for p in entry.products))
+            )
+        )
+    update = entry.latest_update
+    if update is not None:
+        parts.append(format_html("<p><strong>{}</strong></p>", update.get_status_display()))
+        parts.append(render_markdown(update.body))
+    elif entry.incident.summary:
+        parts.append(render_markdown(entry.incident.summary))
+    return "".join(parts) or format_html("<p>{}</p>", entry.incident.title)
+
+
+def json_feed_document(
+    request: HttpRequest, *, entries: list[FeedEntry], title: str, feed_path: str, home_path: str
+) -> dict[str, Any]:
+    items = []
+    for entry in entries:
+        incident = entry.incident
+        item: dict[str, Any] = {
+            "id": f"incident:{incident.public_id}",
+            "url": request.build_absolute_uri(reverse("public:incident", args=[incident.public_id])),
+            "title": f"{incident.get_status_display()}: {incident.title}",
+            "content_html": _content_html(entry),
+            "date_published": incident.started_at.isoformat(),
+            "date_modified": entry.updated_at.isoformat(),
+            "tags": [incident.get_kind_display(), *(p.name for p in entry.products)],
+        }
+        if incident.summary:
+            item["summary"] = incident.summary
+        items.append(item)
+    return {
+        "version": JSON_FEED_VERSION,
+        "title": title,
+        "home_page_url": request.build_absolute_uri(home_path),
+        "feed_url": request.build_absolute_uri(feed_path),
+        "description": f"Incidents and scheduled maintenance on the {site_title(settings.SITE_NAME)} page, newest first.",
+        "language": settings.LANGUAGE_CODE.split("-")[0],
+        "items": items,
+    }
+
+
+def _json_feed_response(document: dict[str, Any]) -> HttpResponse:
+    body = json.dumps(document, ensure_ascii=False, indent=1)
+    return HttpResponse(body, content_type=f"{JSON_FEED_TYPE}; charset=utf-8")
+
+
+def history_json_feed(request: HttpRequest) -> HttpResponse:
+    document = json_feed_document(
+        request,
+        entries=public_history.feed_entries(),
+        title=f"{settings.SITE_NAME} incident history",
+        feed_path=reverse("public:history-json"),
+        home_path=reverse("public:history"),
+    )
+    return _json_feed_response(document)
+
+
+def product_json_feed(request: HttpRequest, slug: str) -> HttpResponse:
+    product = _public_product(slug)
+    document = json_feed_document(
+        request,
+        entries=public_history.feed_entries(product=product),
+        title=f"{product.name} incident history · {site_title(settings.SITE_NAME)}",
+        feed_path=reverse("public:product-history-json", args=[product.slug]),
+        home_path=reverse("public:product", args=[product.slug]),
+    )
+    return _json_feed_response(document)

@@ -1,0 +1,238 @@
+"""What each hook subscriber receives for one event: the message builders per channel.
+
+The fan-out (notifications.py) hands every non-email subscriber to `payload_for`; the
+result goes through the same outbox webhook path as any webhook (signed, retried,
+counted, disabled after repeated failures), so a Slack or Teams channel is just another
+URL that receives JSON:
+
+- Slack incoming webhooks: a Block Kit message (`text` as the notification fallback,
+  then header, section with fields, context and an actions button).
+- Microsoft Teams incoming webhooks: a `message` with one Adaptive Card attachment.
+- Generic webhooks: our own event document, or, by the subscriber's choice, Statuspage's
+  subscriber payload shape (`meta`, `page`, `incident` with `incident_updates`).
+
+Every message carries the signed unsubscribe link (the opt-out), as emails do.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from core.text import site_title
+from incidents.models import Incident, IncidentUpdate
+from incidents.selectors import status_summary
+from subscriptions import emails
+from subscriptions.models import Subscriber
+
+if TYPE_CHECKING:
+    from subscriptions.notifications import EventMessage
+
+# Block Kit limits (https://api.slack.com/reference/block-kit/blocks).
+SLACK_HEADER_MAX = 150
+SLACK_SECTION_MAX = 3000
+SLACK_FIELD_MAX = 2000
+SLACK_FIELDS_MAX = 10
+ADAPTIVE_CARD_VERSION = "1.4"
+ADAPTIVE_CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
+STATUSPAGE_DOCUMENTATION = "https://support.atlassian.com/statuspage/docs/enable-webhook-notifications/"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def slack_escape(text: str) -> str:
+    """Slack mrkdwn treats &, < and > as control characters (links, mentions)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _facts(message: EventMessage) -> list[tuple[str, str]]:
+    ctx = message.context
+    facts = [("Status", ctx["status_label"])]
+    if not ctx["is_maintenance"]:
+        facts.append(("Impact", ctx["impact_label"]))
+    if ctx["products"]:
+        facts.append(("Affected", ", ".join(p.name for p in ctx["products"])))
+    if ctx.get("locations"):
+        facts.append(("Regions", ", ".join(loc.label for loc in ctx["locations"])))
+    if ctx["is_maintenance"]:
+        facts.append(("Scheduled", f"{ctx['scheduled_for']} to {ctx['scheduled_until']}"))
+    else:
+        facts.append(("Started", ctx["started"]))
+        if ctx["resolved"]:
+            facts.append(("Resolved", ctx["resolved"]))
+    return facts
+
+
+def _body_text(message: EventMessage) -> str:
+    ctx = message.context
+    update: IncidentUpdate | None = ctx["update"]
+    if update is not None:
+        return update.body
+    if ctx["report"] is not None:
+        return ctx["report"].summary
+    return ctx["incident"].summary or ""
+
+
+def _title(message: EventMessage) -> str:
+    return f"{message.context['headline']}: {message.context['incident'].title}"
+
+
+def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, Any]:
+    ctx = message.context
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(_title(message), SLACK_HEADER_MAX)}},
+        {
+            "type": "section",
+            "fields": [
+                {"type": "mrkdwn", "text": _clip(f"*{label}*\n{slack_escape(value)}", SLACK_FIELD_MAX)}
+                for label, value in _facts(message)[:SLACK_FIELDS_MAX]
+            ],
+        },
+    ]
+    body = _body_text(message)
+    if body:
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": _clip(slack_escape(body), SLACK_SECTION_MAX)},
+            }
+        )
+    blocks.append(
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "View on the status page"},
+                    "url": ctx["incident_url"],
+                    "action_id": "view-incident",
+                }
+            ],
+        }
+    )
+    blocks.append(
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": f"{slack_escape(site_title(settings.SITE_NAME))} · <{unsubscribe_url}|Unsubscribe>",
+                }
+            ],
+        }
+    )
+    # `text` is what notifications and screen readers get when blocks are present.
+    return {"text": _title(message), "blocks": blocks}
+
+
+def teams_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, Any]:
+    ctx = message.context
+    body: list[dict[str, Any]] = [
+        {"type": "TextBlock", "text": _title(message), "size": "Large", "weight": "Bolder", "wrap": True},
+        {"type": "FactSet", "facts": [{"title": label, "value": value} for label, value in _facts(message)]},
+    ]
+    text = _body_text(message)
+    if text:
+        body.append({"type": "TextBlock", "text": text, "wrap": True})
+    body.append(
+        {
+            "type": "TextBlock",
+            "text": f"{site_title(settings.SITE_NAME)} · [Unsubscribe]({unsubscribe_url})",
+            "size": "Small",
+            "isSubtle": True,
+            "wrap": True,
+        }
+    )
+    card = {
+        "$schema": ADAPTIVE_CARD_SCHEMA,
+        "type": "AdaptiveCard",
+        "version": ADAPTIVE_CARD_VERSION,
+        "body": body,
+        "actions": [
+            {"type": "Action.OpenUrl", "title": "View on the status page", "url": ctx["incident_url"]}
+        ],
+    }
+    return {
+        "type": "message",
+        "attachments": [
+            {"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}
+        ],
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _statuspage_base(message: EventMessage) -> dict[str, Any]:
+    """The subscriber-independent part, built once per event (not once per recipient)."""
+    cached = message.context.get("_statuspage_base")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    incident: Incident = message.context["incident"]
+    banner = status_summary(now=timezone.now()).banner
+    updates = list(incident.updates.order_by("-display_at", "-id"))
+    monitoring = [u for u in updates if u.status == Incident.Status.MONITORING]
+    base = {
+        "page": {
+            "id": settings.SITE_URL,
+            "status_indicator": banner.indicator,
+            "status_description": banner.description,
+        },
+        "incident": {
+            "id": incident.public_id,
+            "name": incident.title,
+            "status": incident.status,
+            "impact": incident.impact,
+            "created_at": _iso(incident.created_at),
+            "updated_at": _iso(incident.updated_at),
+            "started_at": _iso(incident.started_at),
+            "monitoring_at": _iso(monitoring[-1].display_at if monitoring else None),
+            "resolved_at": _iso(incident.resolved_at),
+            "scheduled_for": _iso(incident.scheduled_for),
+            "scheduled_until": _iso(incident.scheduled_until),
+            "shortlink": message.context["incident_url"],
+            "incident_updates": [
+                {
+                    "id": str(u.pk),
+                    "incident_id": incident.public_id,
+                    "status": u.status,
+                    "body": u.body,
+                    "created_at": _iso(u.created_at),
+                    "updated_at": _iso(u.created_at),
+                    "display_at": _iso(u.display_at),
+                }
+                for u in updates
+            ],
+            "components": [{"id": p.public_id, "name": p.name} for p in message.context["products"]],
+        },
+    }
+    message.context["_statuspage_base"] = base
+    return base
+
+
+def statuspage_payload(message: EventMessage, *, unsubscribe_url: str) -> dict[str, Any]:
+    """Statuspage's incident webhook shape: what its subscribers' receivers parse."""
+    base = _statuspage_base(message)
+    return {
+        "meta": {"unsubscribe": unsubscribe_url, "documentation": STATUSPAGE_DOCUMENTATION},
+        "page": base["page"],
+        "incident": base["incident"],
+    }
+
+
+def payload_for(subscriber: Subscriber, message: EventMessage) -> dict[str, Any]:
+    """The JSON one hook subscriber receives for `message`."""
+    unsubscribe_url = emails.subscriber_links(subscriber)["unsubscribe_url"]
+    if subscriber.kind == Subscriber.Kind.SLACK:
+        return slack_message(message, unsubscribe_url=unsubscribe_url)
+    if subscriber.kind == Subscriber.Kind.TEAMS:
+        return teams_message(message, unsubscribe_url=unsubscribe_url)
+    if subscriber.payload_format == Subscriber.Format.STATUSPAGE:
+        return statuspage_payload(message, unsubscribe_url=unsubscribe_url)
+    return message.payload
