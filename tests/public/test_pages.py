@@ -245,7 +245,7 @@ def test_it_shows_the_timeline_newest_first_with_times(client: Client) -> None:
     services.incident_resolve(incident=incident, body="Fixed it.", resolved_at=utc(2026, 11, 2, 11))
     html = text(client.get(f"/incidents/{incident.public_id}/"))
     assert html.index("Fixed it.") < html.index("Found it.")
-    assert '<time datetime="2026-11-02T02:20:00-08:00">' in html  # 10:20 UTC in PST
+    assert '<time datetime="2026-11-02T02:20:00-08:00"' in html  # 10:20 UTC in PST
     assert "All times US/Pacific" in html
     assert "<strong data-total-duration>1 h</strong>" in html
 
@@ -273,7 +273,7 @@ def test_it_pages_the_history_by_month(client: Client) -> None:
 
     old = text(client.get("/history/?month=2009-09"))
     assert "Gmail 2009" in old and "1 h 30 min" in old
-    assert '<time datetime="2009-09-01T12:45:00-07:00">' in old
+    assert '<time datetime="2009-09-01T12:45:00-07:00"' in old
     # Every month with incidents is one click away.
     for month in ("2009-09", "2026-10", "2026-11"):
         assert f'href="?month={month}"' in old
