@@ -33,6 +33,7 @@ from console.forms import (
     ReportForm,
     TemplateForm,
     UpdateForm,
+    level_field_name,
 )
 from console.models import MessageTemplate
 from core.admin import add_validation_errors
@@ -201,10 +202,10 @@ def update(request: HttpRequest, public_id: str) -> HttpResponse:
             initial["body"] = template.body
             if template.status:
                 initial["status"] = template.status
-        form = UpdateForm(initial=initial, incident=incident, targets=targets)
         if resolving:
-            for _, field in form.targets:
-                form.initial[field.name] = services.OPERATIONAL
+            # Resolving sets everything operational; the form says so before it is sent.
+            initial.update({level_field_name(t.product, t.location): services.OPERATIONAL for t in targets})
+        form = UpdateForm(initial=initial, incident=incident, targets=targets)
     return render(
         request,
         "console/update.html",

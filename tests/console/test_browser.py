@@ -405,6 +405,16 @@ def test_no_console_page_scrolls_sideways_and_each_passes_the_accessibility_chec
         page.click("button[name=_publish]")
         assert page.locator(".form-errors, .field__error").count() > 0
         check_console_page(page, name="declare-errors", viewport=viewport)
+        # The checks are not vacuous: pale text and a too-wide box are caught.
+        # (Set through the CSSOM: the CSP refuses inline style, as it should.)
+        page.evaluate(
+            "() => { const p = document.createElement('p'); p.textContent = 'pale';"
+            " p.style.color = '#bbb'; p.style.width = '2000px'; document.querySelector('main').append(p); }"
+        )
+        assert any(problem.startswith("contrast") for problem in page.evaluate(A11Y_CHECK))
+        with pytest.raises(AssertionError, match="scrolls sideways"):
+            check_console_page(page, name="probe", viewport=viewport)
+        (SCREENS / f"probe-{WIDTHS[viewport]['width']}.png").unlink()
         assert problems.errors == []
     finally:
         context.close()

@@ -225,7 +225,9 @@ def test_it_posts_an_update_that_sets_product_levels(staff_client: Client, catal
 def test_it_resolves_with_everything_operational(staff_client: Client, catalogue: dict[str, Any]) -> None:
     incident = _incident(catalogue)
     url = f"/manage/incidents/{incident.public_id}/update/?resolve=1"
-    form = staff_client.get(url).context["form"]
+    page = staff_client.get(url)
+    form = page.context["form"]
+    assert page.content.decode().count('<option value="operational" selected>') == 2
     assert form.initial["status"] == "resolved"
     assert {form.initial[f.name] for _, f in form.targets} == {"operational"}
     response = post(
