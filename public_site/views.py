@@ -16,7 +16,7 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -67,17 +67,47 @@ def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     return _incident_signed_in(request, public_id=public_id)
 
 
-@public_page("product", vary_on_query=("page",))
+# Query values that make cache variants (edge.page_cache): the canonical value, None for
+# the default page, or 404. Values the page has no data for are refused by the views
+# below after the render, and a 404 is never cached: junk cannot fill the cache.
+MAX_PAGE_NUMBER = 100_000
+
+
+def page_number_variant(value: str) -> str | None:
+    if not value.isascii() or not value.isdigit() or value.startswith("0") or int(value) > MAX_PAGE_NUMBER:
+        raise Http404("No such page.")
+    return None if value == "1" else value
+
+
+def month_variant(value: str) -> str | None:
+    now = timezone.now()
+    month = public_selectors.parse_month(value, now=now)  # Http404 unless it looks like 2009-09
+    current = public_selectors.parse_month(None, now=now)
+    if month > current:
+        raise Http404("No such month.")
+    return None if month == current else f"{month:%Y-%m}"
+
+
+@public_page("product", vary_on_query={"page": page_number_variant})
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    page = public_selectors.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
+    requested = int(request.GET.get("page") or 1)
+    page = public_selectors.product_page(slug=slug, now=timezone.now(), page_number=requested)
+    if page.page.number != requested:
+        raise Http404("No such page.")  # past the last page
     return render(request, "public/product.html", {"page": page, "product": page.product})
 
 
-@public_page("history", vary_on_query=("month",))
+@public_page("history", vary_on_query={"month": month_variant})
 @in_display_zone
 def history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     month = public_selectors.parse_month(request.GET.get("month"), now=now)
     page = public_selectors.history_page(month=month, now=now)
-    return render(request, "public/history.html", {"page": page})
+    # The archive runs from the month before its first incident (where the "previous"
+    # links end) to this month; nothing before it is a page, nor a cache entry.
+    first = min((m.month for year in page.years for m in year.months), default=page.month)
+    floor = public_selectors.add_months(min(first, page.month), -1)
+    if month < floor:
+        raise Http404("No such month.")
+    return render(request, "public/history.html", {"page": page, "earliest_month": floor})

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from tests.resilience import urls as test_urls
+from tests.edge import urls as test_urls
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.urls("tests.resilience.urls")
+pytestmark = pytest.mark.urls("tests.edge.urls")
 
 
 def test_it_answers_503_with_retry_after_when_the_database_is_gone(client: Client) -> None:
