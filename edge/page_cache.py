@@ -101,11 +101,22 @@ def _memo_get(key: str) -> CachedPage | None:
     return hit[1]
 
 
+# The newest good render of each page variant seen by this process, whatever its
+# version: what a stale answer falls back to when the shared cache is gone as well.
+_memo_last: dict[str, CachedPage] = {}
+
+
 def _memo_put(key: str, page: CachedPage) -> None:
     if len(_memo) >= MEMO_MAX_ENTRIES:
         # Oldest first; a racing thread may have removed it already.
         _memo.pop(next(iter(_memo), ""), None)
     _memo[key] = (page.built_at + settings.PUBLIC_CACHE_TTL, page)
+    key_name = key.rsplit(":", 1)[0].removeprefix("page:")
+    if len(_memo_last) >= MEMO_MAX_ENTRIES and key_name not in _memo_last:
+        _memo_last.pop(next(iter(_memo_last), ""), None)
+    previous = _memo_last.get(key_name)
+    if previous is None or previous.built_at <= page.built_at:
+        _memo_last[key_name] = page
 
 
 # --- Snapshots on disk -------------------------------------------------------------------
@@ -207,6 +218,8 @@ def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResp
 def _previous(key_name: str, base_name: str) -> CachedPage | None:
     """The last good render of this variant, else the page's snapshot on disk."""
     previous: CachedPage | None = guard.cache_get(f"page:{key_name}:last", store=guard.pages_cache())
+    if previous is None:
+        previous = _memo_last.get(key_name)
     if previous is None and key_name == base_name:
         previous = snapshot_read(base_name)
     return previous

@@ -110,12 +110,13 @@ def _without_cache() -> str:
         if due:
             _polled_at = time.monotonic()  # one reader per interval; the others use _known
     if due:
-        version = _db_read()
-        if version is not None:
-            # The row is the truth here, even if older than what we saw in the cache
-            # before it went away: that one may never have reached the row.
-            global _known
-            _known = version
+        row = _db_read()
+        if row is not None:
+            # Stamps are times: a row newer than the stamp we last saw in the cache is a
+            # change made since (perhaps one that could not reach the cache). An older
+            # row only means the cache minted a stamp after a flush: keep ours, and the
+            # pages cached under it stay valid.
+            _remember(row)
     return _known or "unavailable"
 
 

@@ -106,8 +106,9 @@ def history(request: HttpRequest) -> HttpResponse:
     page = public_selectors.history_page(month=month, now=now)
     # The archive runs from the month before its first incident (where the "previous"
     # links end) to this month; nothing before it is a page, nor a cache entry.
-    first = min((m.month for year in page.years for m in year.months), default=page.month)
-    floor = public_selectors.add_months(min(first, page.month), -1)
+    current = public_selectors.parse_month(None, now=now)
+    first = min((m.month for year in page.years for m in year.months), default=current)
+    floor = public_selectors.add_months(min(first, current), -1)
     if month < floor:
         raise Http404("No such month.")
     return render(request, "public/history.html", {"page": page, "earliest_month": floor})

@@ -94,6 +94,7 @@ def _clear_cache() -> Iterator[None]:
     cache.clear()
     # The per-process memo too: under frozen time two tests can mint the same version.
     page_cache._memo.clear()
+    page_cache._memo_last.clear()
     # And the rest of the edge's per-process state: backoff, breakers, the known stamp.
     guard.reset()
     cache_backend.reset_breakers()
