@@ -85,12 +85,21 @@ def cache_delete(key: str) -> None:
 # (so it still holds while the cache is away).
 
 _db_down_until = 0.0
+_db_failures = 0  # in a row, in this process: the backoff doubles with each, up to 8x
+MAX_BACKOFF_FACTOR = 8
 
 
 def note_database_down() -> None:
-    global _db_down_until
-    _db_down_until = time.monotonic() + settings.PUBLIC_CACHE_DB_BACKOFF
-    cache_set(DB_DOWN_KEY, 1, settings.PUBLIC_CACHE_DB_BACKOFF)
+    global _db_down_until, _db_failures
+    _db_failures += 1
+    seconds = settings.PUBLIC_CACHE_DB_BACKOFF * min(MAX_BACKOFF_FACTOR, 2 ** (_db_failures - 1))
+    _db_down_until = time.monotonic() + seconds
+    cache_set(DB_DOWN_KEY, 1, seconds)
+
+
+def note_database_ok() -> None:
+    global _db_failures
+    _db_failures = 0
 
 
 def database_backing_off() -> bool:
@@ -101,8 +110,8 @@ def database_backing_off() -> bool:
 
 def reset() -> None:
     """Forget the per-process state (tests)."""
-    global _db_down_until, _rebuilding
-    _db_down_until = 0.0
+    global _db_down_until, _rebuilding, _db_failures
+    _db_down_until, _db_failures = 0.0, 0
     with _local_lock:
         _local.clear()
     with _slots_lock:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -180,6 +181,10 @@ def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
     return f"{prefix}:{version}:{_request_digest(request)}"
 
 
+_inflight: set[str] = set()
+_inflight_lock = threading.Lock()
+
+
 def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str = "public-memo") -> T:
     """Build once per public-state version for anonymous callers; otherwise just build.
 
@@ -206,7 +211,16 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
             return hit  # type: ignore[no-any-return]
     if guard.database_backing_off():
         return _last_good(request, last_key, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER)
+    with _inflight_lock:
+        # One rebuild per URL at a time in this process; the others answer the older copy.
+        busy = digest in _inflight
+        if not busy:
+            _inflight.add(digest)
+    if busy:
+        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
     if not guard.take_rebuild_slot():
+        with _inflight_lock:
+            _inflight.discard(digest)
         return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
 
     def rebuild() -> T:
@@ -217,6 +231,9 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
             raise
         finally:
             guard.release_rebuild_slot()
+            with _inflight_lock:
+                _inflight.discard(digest)
+        guard.note_database_ok()
         if key is not None:
             guard.cache_set(key, value, MEMO_TIMEOUT, store=store)
         guard.cache_set(last_key, (time.time(), value), 86400, store=store)
@@ -228,6 +245,15 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
         budget=settings.PUBLIC_RENDER_BUDGET,
         max_seconds=settings.PUBLIC_REBUILD_TIMEOUT,
     )
+    if not done and guard.cache_get(last_key, store=store) is None:
+        # No older copy to answer with: a first build may take a little longer.
+        extra = settings.PUBLIC_FIRST_RENDER_BUDGET - settings.PUBLIC_RENDER_BUDGET
+        if extra > 0:
+            try:
+                future.exception(timeout=extra)
+                done = True
+            except TimeoutError:
+                pass
     if not done:
         return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
     try:

@@ -217,9 +217,11 @@ def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResp
 
 def _previous(key_name: str, base_name: str) -> CachedPage | None:
     """The last good render of this variant, else the page's snapshot on disk."""
-    previous: CachedPage | None = guard.cache_get(f"page:{key_name}:last", store=guard.pages_cache())
+    # This process's own copy first: no round trip, nothing to unpickle, and under a
+    # slow database this is what every stale answer costs.
+    previous: CachedPage | None = _memo_last.get(key_name)
     if previous is None:
-        previous = _memo_last.get(key_name)
+        previous = guard.cache_get(f"page:{key_name}:last", store=guard.pages_cache())
     if previous is None and key_name == base_name:
         previous = snapshot_read(base_name)
     return previous
@@ -332,6 +334,11 @@ def public_page(
                     pending=pending,
                 )
             else:
+                # A rebuild of this page is already under way here: answer the older copy
+                # at once rather than wait for it again (it may be past its budget already).
+                previous = _previous(key_name, base_name)
+                if previous is not None:
+                    return page_response(request, previous, stale=True)
                 future = running
                 budget = _wait_budget(key_name, base_name)
                 try:
@@ -395,7 +402,11 @@ def _start_rebuild(
     lock_key = f"lock:{key}"
     locked = guard.cache_add(lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
     if locked is False:
-        # Another process is rebuilding it: wait within the budget for its result.
+        # Another process is rebuilding it: with an older copy, answer that at once (the
+        # stale-while-revalidate of a herd); without one, wait within the budget.
+        if budget <= settings.PUBLIC_RENDER_BUDGET:
+            settle(None)
+            return pending, True
         deadline = time.monotonic() + budget
         page = None
         while page is None and time.monotonic() < deadline:
@@ -459,6 +470,7 @@ def _rebuild(
         return response
     if response.status_code != 200:
         return response
+    guard.note_database_ok()
     page = CachedPage.from_response(response)
     store = guard.pages_cache()
     guard.cache_set(key, page, settings.PUBLIC_CACHE_TTL, store=store)
