@@ -7,8 +7,9 @@ page, the Statuspage-compatible JSON, the feeds):
   visible on the next request; a short TTL only refreshes clock-driven text (durations
   of ongoing incidents, "today" in the grid).
 - At most one rebuild per key runs at a time across all processes: the first request
-  takes a lock in the shared cache; the others wait briefly for its result and, if it
-  is slow, get the previous render instead of piling onto the database.
+  takes a lock in the shared cache; the others get the previous render at once, marked
+  stale (a page never rendered before waits for the first build, within its budget),
+  instead of piling onto the database.
 - Every good render of the pages named in SNAPSHOT_NAMES is also written to disk. With
   the database down or too slow, those pages answer 200 from the snapshot, marked stale
   with its age; nginx serves the same files when the app itself is down.
