@@ -22,6 +22,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from edge.cache_backend import CacheUnavailable
+
 logger = logging.getLogger(__name__)
 
 
@@ -63,6 +65,9 @@ class _FailOpenRateThrottle(SimpleRateThrottle):
     def allow_request(self, request: Request, view: Any) -> bool:
         try:
             return super().allow_request(request, view)
+        except CacheUnavailable:
+            # The cache backend logged the outage once; a line per request would flood.
+            return True
         except Exception:
             logger.warning("throttle cache unavailable; letting the request through", exc_info=True)
             return True

@@ -27,17 +27,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.core.cache import cache
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date
 
+from edge import guard
+from edge.deadline import run_with_budget
 from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
@@ -50,7 +54,9 @@ PRIVATE_CACHE_CONTROL = "private, no-cache"
 # Memoised bodies live this long at most. Changes made through the services bump the
 # version and are visible at once; the timeout only bounds changes driven by the clock.
 MEMO_TIMEOUT = 60
-SNAPSHOT_HEADER = "X-Status-Snapshot"
+SNAPSHOT_HEADER = guard.SNAPSHOT_HEADER
+# Set on the request by memoize_public when it answers an older copy (a timestamp).
+STALE_ATTRIBUTE = "_edge_stale_built_at"
 
 T = TypeVar("T")
 ViewFunc = Callable[..., HttpResponseBase]
@@ -143,14 +149,20 @@ def finalize_public_response(
     _render(response)
     assert isinstance(response, HttpResponse)
     anonymous = is_anonymous_request(request)
+    stale_built_at: float | None = getattr(request, STALE_ATTRIBUTE, None)
     if etag is None:
         etag = strong_etag(response.content)
+    if stale_built_at is not None:
+        etag = guard.stale_etag(etag)
+        last_modified = datetime.fromtimestamp(stale_built_at, tz=UTC)
     if last_modified is None:
         last_modified = version_time(public_state_version()) if anonymous else None
     response.headers["ETag"] = etag
     if last_modified is not None:
         response.headers["Last-Modified"] = http_date(last_modified.timestamp())
-    if anonymous:
+    if stale_built_at is not None:
+        guard.mark_stale(response, built_at=stale_built_at)
+    elif anonymous:
         response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
     else:
         response.headers["Cache-Control"] = PRIVATE_CACHE_CONTROL
@@ -169,20 +181,8 @@ def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
     return f"{prefix}:{version}:{_request_digest(request)}"
 
 
-def _cache_get(key: str) -> Any:
-    try:
-        return cache.get(key)
-    except Exception:
-        # The cache may be Redis and Redis may be down: degrade to building every time.
-        logger.warning("http cache read failed", exc_info=True)
-        return None
-
-
-def _cache_set(key: str, value: Any, timeout: int | None) -> None:
-    try:
-        cache.set(key, value, timeout=timeout)
-    except Exception:
-        logger.warning("http cache write failed", exc_info=True)
+_inflight: set[str] = set()
+_inflight_lock = threading.Lock()
 
 
 def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str = "public-memo") -> T:
@@ -191,16 +191,84 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
     For the API's parameterised reads. The status page, the Statuspage-compatible JSON
     and the feeds go through `edge.page_cache.public_page` instead, which adds the
     one-rebuild-per-change lock and the on-disk snapshot for database outages.
+
+    An anonymous build has the same budget as a public page (PUBLIC_RENDER_BUDGET) and
+    counts against the same rebuild slots and database backoff: past the budget, while
+    the database backs off, or with every slot taken, the answer is the last good copy
+    for this URL (marked stale by finalize_public_response) or `guard.Unavailable`, which
+    DatabaseUnavailableMiddleware turns into 503 + Retry-After.
     """
     if not is_anonymous_request(request):
         return build()
+    store = guard.pages_cache()
     version = public_state_version()
-    key = _memo_key(prefix, version, request) if version != "unavailable" else None
+    digest = _request_digest(request)
+    key = f"{prefix}:{version}:{digest}" if version != "unavailable" else None
+    last_key = f"{prefix}:last:{digest}"
     if key is not None:
-        hit = _cache_get(key)
+        hit = guard.cache_get(key, store=store)
         if hit is not None:
             return hit  # type: ignore[no-any-return]
-    value = build()
-    if key is not None:
-        _cache_set(key, value, MEMO_TIMEOUT)
-    return value
+    if guard.database_backing_off():
+        return _last_good(request, last_key, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER)
+    with _inflight_lock:
+        # One rebuild per URL at a time in this process; the others answer the older copy.
+        busy = digest in _inflight
+        if not busy:
+            _inflight.add(digest)
+    if busy:
+        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
+    if not guard.take_rebuild_slot():
+        with _inflight_lock:
+            _inflight.discard(digest)
+        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
+
+    def rebuild() -> T:
+        try:
+            value = build()
+        except DatabaseError:
+            guard.note_database_down()
+            raise
+        finally:
+            guard.release_rebuild_slot()
+            with _inflight_lock:
+                _inflight.discard(digest)
+        guard.note_database_ok()
+        if key is not None:
+            guard.cache_set(key, value, MEMO_TIMEOUT, store=store)
+        guard.cache_set(last_key, (time.time(), value), 86400, store=store)
+        return value
+
+    future, done = run_with_budget(
+        rebuild,
+        name=prefix,
+        budget=settings.PUBLIC_RENDER_BUDGET,
+        max_seconds=settings.PUBLIC_REBUILD_TIMEOUT,
+    )
+    if not done and guard.cache_get(last_key, store=store) is None:
+        # No older copy to answer with: a first build may take a little longer.
+        extra = settings.PUBLIC_FIRST_RENDER_BUDGET - settings.PUBLIC_RENDER_BUDGET
+        if extra > 0:
+            try:
+                future.exception(timeout=extra)
+                done = True
+            except TimeoutError:
+                pass
+    if not done:
+        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
+    try:
+        return future.result()
+    except DatabaseError:
+        previous = guard.cache_get(last_key, store=store)
+        if previous is None:
+            raise
+        setattr(request, STALE_ATTRIBUTE, previous[0])
+        return previous[1]  # type: ignore[no-any-return]
+
+
+def _last_good(request: HttpRequest, last_key: str, *, retry_after: int) -> Any:
+    previous = guard.cache_get(last_key, store=guard.pages_cache())
+    if previous is None:
+        raise guard.Unavailable(retry_after=retry_after)
+    setattr(request, STALE_ATTRIBUTE, previous[0])
+    return previous[1]

@@ -17,6 +17,9 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
+from edge.deadline import deadline
+from edge.guard import Unavailable
+
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[HttpRequest], HttpResponse]
@@ -80,6 +83,8 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, Unavailable):
+            return service_unavailable(request, message=exception.message, retry_after=exception.retry_after)
         if isinstance(exception, OperationalError | InterfaceError) or (
             isinstance(exception, DatabaseError) and "statement timeout" in str(exception)
         ):
@@ -90,6 +95,19 @@ class DatabaseUnavailableMiddleware:
                 retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER,
             )
         return None
+
+
+class RequestDeadlineMiddleware:
+    """Bound the database time of every request (edge/deadline.py): a request whose
+    queries would run past REQUEST_DEADLINE seconds gets OperationalError instead, which
+    becomes a 503, so no thread is held by a slow or silent database for longer."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with deadline(settings.REQUEST_DEADLINE or None):
+            return self.get_response(request)
 
 
 class LoadSheddingMiddleware:

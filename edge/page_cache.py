@@ -7,13 +7,22 @@ page, the Statuspage-compatible JSON, the feeds):
   visible on the next request; a short TTL only refreshes clock-driven text (durations
   of ongoing incidents, "today" in the grid).
 - At most one rebuild per key runs at a time across all processes: the first request
-  takes a lock in the shared cache; the others wait briefly for its result and, if it
-  is slow, get the previous render instead of piling onto the database.
+  takes a lock in the shared cache; the others get the previous render at once, marked
+  stale (a page never rendered before waits for the first build, within its budget),
+  instead of piling onto the database.
 - Every good render of the pages named in SNAPSHOT_NAMES is also written to disk. With
   the database down or too slow, those pages answer 200 from the snapshot, marked stale
   with its age; nginx serves the same files when the app itself is down.
-- The cache may be Redis and Redis may be down: every cache call is guarded, and a
-  small per-process fallback keeps the page cheap until Redis is back.
+- The cache may be Redis and Redis may be down or paused: every cache call is guarded
+  (edge.guard, edge.cache_backend), and a per-process memo keeps the page cheap.
+- Every rebuild has a time budget (PUBLIC_RENDER_BUDGET). It runs in a thread of its
+  own; past the budget the request answers the last good render or the snapshot, marked
+  stale, or 503 + Retry-After, and the rebuild finishes in the background, once.
+- Misses are shed: a process rebuilds at most PUBLIC_MAX_REBUILDS pages at once; hits
+  are always served. After a database failure every page backs off together.
+- Only known query parameters with valid values make variants: each one has a
+  normaliser that returns its canonical value, None (the canonical page) or raises
+  Http404, and the view sees only the normalised query, so the key is what is rendered.
 """
 
 from __future__ import annotations
@@ -24,7 +33,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import wraps
@@ -32,23 +42,30 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
-from django.utils.http import http_date, quote_etag
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.utils.http import http_date, quote_etag, urlencode
 
-from edge.http import PUBLIC_CACHE_CONTROL, SNAPSHOT_HEADER, is_not_modified
+from edge import guard
+from edge.deadline import run_with_budget
+from edge.http import PUBLIC_CACHE_CONTROL, is_not_modified
+from edge.middleware import service_unavailable
 from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
 
 View = Callable[..., HttpResponse]
+# A query parameter's normaliser: its canonical value, None for "as if absent", or
+# Http404 for a value that names nothing.
+Normaliser = Callable[[str], str | None]
 
 # Pages kept on disk for when the database is down, and their file names (nginx's
 # docker/nginx.conf serves the same names).
 SNAPSHOT_NAMES = {"index": "index.html", "api-v2-summary": "api-v2-summary.json"}
 SNAPSHOT_MARKER = b"<!--snapshot-notice-->"
-DB_DOWN_KEY = "public-page:database-down"
+DB_DOWN_KEY = guard.DB_DOWN_KEY
+LAST_GOOD_TTL = 86400
 
 
 @dataclass(frozen=True)
@@ -69,48 +86,6 @@ class CachedPage:
         )
 
 
-# --- Guarded cache access --------------------------------------------------------------
-
-_local: dict[str, tuple[float, Any]] = {}
-_local_lock = threading.Lock()
-LOCAL_FALLBACK_TTL = 5.0
-
-
-def _cache_get(key: str) -> Any:
-    try:
-        return cache.get(key)
-    except Exception:  # noqa: BLE001 - the shared cache is optional for correctness
-        logger.warning("cache unavailable (get %s)", key, exc_info=False)
-        with _local_lock:
-            hit = _local.get(key)
-        if hit and hit[0] > time.monotonic():
-            return hit[1]
-        return None
-
-
-def _cache_set(key: str, value: Any, timeout: float) -> None:
-    try:
-        cache.set(key, value, timeout=timeout)
-    except Exception:  # noqa: BLE001
-        with _local_lock:
-            _local[key] = (time.monotonic() + min(timeout, LOCAL_FALLBACK_TTL), value)
-
-
-def _cache_add(key: str, value: Any, timeout: float) -> bool | None:
-    """True if added, False if present, None if the cache is unreachable."""
-    try:
-        return bool(cache.add(key, value, timeout=timeout))
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def _cache_delete(key: str) -> None:
-    try:
-        cache.delete(key)
-    except Exception:  # noqa: BLE001 - the lock expires by itself
-        logger.debug("could not release %s", key)
-
-
 # --- Per-process memo in front of the shared cache ------------------------------------
 # A hit would otherwise fetch and unpickle the whole body from the shared cache (a
 # network round trip with Redis) on every request. Keys carry the version, so a memo
@@ -127,11 +102,22 @@ def _memo_get(key: str) -> CachedPage | None:
     return hit[1]
 
 
+# The newest good render of each page variant seen by this process, whatever its
+# version: what a stale answer falls back to when the shared cache is gone as well.
+_memo_last: dict[str, CachedPage] = {}
+
+
 def _memo_put(key: str, page: CachedPage) -> None:
     if len(_memo) >= MEMO_MAX_ENTRIES:
         # Oldest first; a racing thread may have removed it already.
         _memo.pop(next(iter(_memo), ""), None)
     _memo[key] = (page.built_at + settings.PUBLIC_CACHE_TTL, page)
+    key_name = key.rsplit(":", 1)[0].removeprefix("page:")
+    if len(_memo_last) >= MEMO_MAX_ENTRIES and key_name not in _memo_last:
+        _memo_last.pop(next(iter(_memo_last), ""), None)
+    previous = _memo_last.get(key_name)
+    if previous is None or previous.built_at <= page.built_at:
+        _memo_last[key_name] = page
 
 
 # --- Snapshots on disk -------------------------------------------------------------------
@@ -182,8 +168,13 @@ def snapshot_read(name: str) -> CachedPage | None:
 
 
 def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False) -> HttpResponse:
-    """The response for a cached page: conditional GET, caching headers, no cookies."""
-    if is_not_modified(request, page.etag, datetime.fromtimestamp(int(page.built_at), tz=UTC)):
+    """The response for a cached page: conditional GET, caching headers, no cookies.
+
+    A stale answer (older than the current public state) carries the stale header, the
+    notice in HTML pages, a weak ETag of its own and a short max-age.
+    """
+    etag = guard.stale_etag(page.etag) if stale else page.etag
+    if is_not_modified(request, etag, datetime.fromtimestamp(int(page.built_at), tz=UTC)):
         response = HttpResponse(status=304)
     else:
         body = page.body
@@ -191,14 +182,10 @@ def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False
             body = body.replace(SNAPSHOT_MARKER, _stale_notice(page).encode(), 1)
         response = HttpResponse(body if request.method != "HEAD" else b"", content_type=page.content_type)
         response["Content-Length"] = str(len(body))
-    response["ETag"] = page.etag
+    response["ETag"] = etag
     response["Last-Modified"] = http_date(page.built_at)
     if stale:
-        age = max(0, int(time.time() - page.built_at))
-        response["Age"] = str(age)
-        response[SNAPSHOT_HEADER] = "stale"
-        response["X-Snapshot-Age"] = str(age)
-        response["Cache-Control"] = "public, max-age=10, stale-if-error=86400"
+        guard.mark_stale(response, built_at=page.built_at)
     else:
         response["Cache-Control"] = PUBLIC_CACHE_CONTROL
     return response
@@ -216,12 +203,9 @@ def _stale_notice(page: CachedPage) -> str:
 
 # --- The decorator --------------------------------------------------------------------------
 
-
-def _database_down(base_name: str, key_name: str) -> CachedPage | None:
-    """Note the outage (so the next requests skip the database for a moment) and return
-    the snapshot to serve instead, if this page keeps one."""
-    _cache_set(DB_DOWN_KEY, 1, settings.PUBLIC_CACHE_DB_BACKOFF)
-    return snapshot_read(base_name) if key_name == base_name else None
+# Rebuilds under way in this process, by key: a second miss waits for the first.
+_inflight: dict[str, Future[CachedPage | HttpResponse | None]] = {}
+_inflight_lock = threading.Lock()
 
 
 def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResponse:
@@ -232,14 +216,61 @@ def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResp
     return response
 
 
-def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -> Callable[[View], View]:
+def _previous(key_name: str, base_name: str) -> CachedPage | None:
+    """The last good render of this variant, else the page's snapshot on disk."""
+    # This process's own copy first: no round trip, nothing to unpickle, and under a
+    # slow database this is what every stale answer costs.
+    previous: CachedPage | None = _memo_last.get(key_name)
+    if previous is None:
+        previous = guard.cache_get(f"page:{key_name}:last", store=guard.pages_cache())
+    if previous is None and key_name == base_name:
+        previous = snapshot_read(base_name)
+    return previous
+
+
+def _wait_budget(key_name: str, base_name: str) -> float:
+    """How long a miss waits for its rebuild: the budget, or the longer first-render
+    budget when there is no older copy to answer with instead (a 503 is worse than a
+    slower first view)."""
+    budget = float(settings.PUBLIC_RENDER_BUDGET)
+    first = float(settings.PUBLIC_FIRST_RENDER_BUDGET)
+    if first > budget and _previous(key_name, base_name) is None:
+        return first
+    return budget
+
+
+def _fallback(request: HttpRequest, key_name: str, base_name: str, *, retry_after: int) -> HttpResponse:
+    """The last good render of this variant, else the page's snapshot, both marked stale;
+    else 503 + Retry-After. Never touches the database."""
+    previous = _previous(key_name, base_name)
+    if previous is not None:
+        return page_response(request, previous, stale=True)
+    return service_unavailable(
+        request, message="This page is being refreshed. Please retry shortly.", retry_after=retry_after
+    )
+
+
+def _normalised_query(request: HttpRequest, normalisers: Mapping[str, Normaliser]) -> list[tuple[str, str]]:
+    query = []
+    for param, normalise in normalisers.items():
+        raw = request.GET.get(param)
+        value = normalise(raw) if raw else None
+        if value is not None:
+            query.append((param, value))
+    return query
+
+
+def public_page(
+    name: str | None = None, *, vary_on_query: Mapping[str, Normaliser] | None = None
+) -> Callable[[View], View]:
     """Serve a view's public, user-independent output from the versioned cache.
 
     `name` is the cache (and snapshot) name. Only the query parameters named in
-    `vary_on_query` are part of the key, so random query strings cannot fill the cache
-    or force a rebuild per request.
+    `vary_on_query` make variants, each through its normaliser; the view is called with
+    the normalised query only, so random or out-of-range values can neither fill the
+    cache nor make a page render differently from its key.
     """
-    query_names = tuple(vary_on_query)
+    normalisers = dict(vary_on_query or {})
 
     def decorator(view: View) -> View:
         base_name = name or f"{view.__module__}.{view.__qualname__}"
@@ -253,74 +284,199 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
                 key_name += (
                     ":" + hashlib.sha256(repr((args, sorted(kwargs.items()))).encode()).hexdigest()[:16]
                 )
-            if query_names:
-                query = [(q, request.GET.get(q, "")) for q in query_names]
+            query = _normalised_query(request, normalisers)  # may raise Http404
+            request.GET = QueryDict(urlencode(query))
+            if query:
                 key_name += ":" + hashlib.sha256(repr(query).encode()).hexdigest()[:16]
             version = public_state_version()
             key = f"page:{key_name}:{version}"
+            store = guard.pages_cache()
             page = _memo_get(key)
             if page is None:
-                page = _cache_get(key)
+                page = guard.cache_get(key, store=store)
                 if page is not None:
                     _memo_put(key, page)
             if page is not None:
-                return page_response(request, page)
+                return page_response(request, page)  # a hit: always served
+            return _miss(request, view, args, kwargs, key=key, key_name=key_name, base_name=base_name)
 
-            if key_name == base_name and _cache_get(DB_DOWN_KEY):
-                # The database failed moments ago: answer from the snapshot without
-                # trying again on every request (no retry storm against a sick database).
-                fallback = snapshot_read(base_name)
-                if fallback is not None:
-                    return page_response(request, fallback, stale=True)
+        def _miss(
+            request: HttpRequest,
+            view: View,
+            args: Any,
+            kwargs: Any,
+            *,
+            key: str,
+            key_name: str,
+            base_name: str,
+        ) -> HttpResponse:
+            if guard.database_backing_off():
+                # The database failed moments ago: no retry storm against a sick database.
+                return _fallback(
+                    request, key_name, base_name, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER
+                )
 
-            lock_key = f"lock:{key}"
-            locked = _cache_add(lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
-            if locked is False:
-                # Someone else is rebuilding this page. Serve the previous render at once
-                # (stale-while-revalidate: it is at most one rebuild old) rather than
-                # queueing behind the rebuild or adding to the database's load. Only a
-                # page never rendered before waits for the first build.
-                previous = _cache_get(f"page:{key_name}:last")
+            with _inflight_lock:
+                running = _inflight.get(key)
+                if running is None:
+                    # Registered at once, so a miss that arrives meanwhile waits for it.
+                    pending: Future[CachedPage | HttpResponse | None] = Future()
+                    pending.set_running_or_notify_cancel()
+                    _inflight[key] = pending
+            if running is None:
+                future, done = _start_rebuild(
+                    request,
+                    view,
+                    args,
+                    kwargs,
+                    key=key,
+                    key_name=key_name,
+                    base_name=base_name,
+                    pending=pending,
+                )
+            else:
+                # A rebuild of this page is already under way here: answer the older copy
+                # at once rather than wait for it again (it may be past its budget already).
+                previous = _previous(key_name, base_name)
                 if previous is not None:
-                    return page_response(request, previous)
-                deadline = time.monotonic() + settings.PUBLIC_CACHE_WAIT
-                while time.monotonic() < deadline:
-                    time.sleep(0.02)
-                    page = _cache_get(key)
-                    if page is not None:
-                        return page_response(request, page)
-                    if key_name == base_name and _cache_get(DB_DOWN_KEY):
-                        # The build we waited for failed on the database: don't try again.
-                        fallback = snapshot_read(base_name)
-                        if fallback is not None:
-                            return page_response(request, fallback, stale=True)
-            try:
+                    return page_response(request, previous, stale=True)
+                future = running
+                budget = _wait_budget(key_name, base_name)
                 try:
-                    response = _build(view, request, args, kwargs)
-                except DatabaseError:
-                    logger.warning("database unavailable while rendering %s", key_name, exc_info=True)
-                    fallback = _database_down(base_name, key_name)
-                    if fallback is None:
-                        raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
-                    return page_response(request, fallback, stale=True)
-                if response.status_code == 503:
-                    # The view caught the outage itself (DRF's handler does) and said so.
-                    fallback = _database_down(base_name, key_name)
-                    return response if fallback is None else page_response(request, fallback, stale=True)
-                if response.status_code != 200:
-                    return response
-                page = CachedPage.from_response(response)
-                _cache_set(key, page, settings.PUBLIC_CACHE_TTL)
-                _memo_put(key, page)
-                _cache_set(f"page:{key_name}:last", page, 86400)
-                if key_name == base_name:
-                    snapshot_write(base_name, page)
-                return page_response(request, page)
-            finally:
-                if locked:
-                    _cache_delete(lock_key)
+                    future.exception(timeout=budget if budget > 0 else None)
+                    done = True
+                except TimeoutError:
+                    done = False
+            if not done:
+                # Over budget: answer now; the rebuild goes on and leaves its result cached.
+                return _fallback(request, key_name, base_name, retry_after=settings.SHED_RETRY_AFTER)
+            try:
+                outcome = future.result()
+            except DatabaseError:
+                fallback = _fallback(
+                    request, key_name, base_name, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER
+                )
+                if fallback.status_code == 503:
+                    raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
+                return fallback
+            if outcome is None:
+                # Not rebuilt here (shed, or rebuilt by another process meanwhile).
+                return _fallback(request, key_name, base_name, retry_after=settings.SHED_RETRY_AFTER)
+            if isinstance(outcome, CachedPage):
+                return page_response(request, outcome)
+            if outcome.status_code == 503:
+                return _fallback(
+                    request, key_name, base_name, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER
+                )
+            return outcome
 
         wrapped.shed_exempt = True  # type: ignore[attr-defined]
         return wrapped
 
     return decorator
+
+
+def _start_rebuild(
+    request: HttpRequest,
+    view: View,
+    args: Any,
+    kwargs: Any,
+    *,
+    key: str,
+    key_name: str,
+    base_name: str,
+    pending: Future[CachedPage | HttpResponse | None],
+) -> tuple[Future[CachedPage | HttpResponse | None], bool]:
+    """Take the cross-process lock and a rebuild slot, start the rebuild within the budget.
+    Returns the future that `pending` (what other threads of this process wait on) follows."""
+    budget = _wait_budget(key_name, base_name)
+
+    def settle(result: CachedPage | HttpResponse | None = None, exc: BaseException | None = None) -> None:
+        with _inflight_lock:
+            if _inflight.get(key) is pending:
+                del _inflight[key]
+        if exc is not None:
+            pending.set_exception(exc)
+        else:
+            pending.set_result(result)
+
+    lock_key = f"lock:{key}"
+    locked = guard.cache_add(lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
+    if locked is False:
+        # Another process is rebuilding it: with an older copy, answer that at once (the
+        # stale-while-revalidate of a herd); without one, wait within the budget.
+        if budget <= settings.PUBLIC_RENDER_BUDGET:
+            settle(None)
+            return pending, True
+        deadline = time.monotonic() + budget
+        page = None
+        while page is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            page = guard.cache_get(key, store=guard.pages_cache())
+        if page is not None:
+            _memo_put(key, page)
+        settle(page)
+        return pending, True
+    if not guard.take_rebuild_slot():
+        # Shedding a miss: this process already rebuilds as much as it may at once.
+        if locked:
+            guard.cache_delete(lock_key)
+        settle(None)
+        return pending, True
+
+    def rebuild() -> CachedPage | HttpResponse:
+        try:
+            return _rebuild(view, request, args, kwargs, key=key, key_name=key_name, base_name=base_name)
+        finally:
+            guard.release_rebuild_slot()
+            if locked:
+                guard.cache_delete(lock_key)
+
+    def follow(done: Future[CachedPage | HttpResponse]) -> None:
+        exc = done.exception()
+        if exc is not None:
+            if not isinstance(exc, DatabaseError | Http404 | PermissionDenied | guard.Unavailable):
+                logger.error("rebuild of %s failed", key_name, exc_info=exc)
+            settle(exc=exc)
+        else:
+            settle(done.result())
+
+    started = time.monotonic()
+    future, _ = run_with_budget(
+        rebuild, name=key_name, budget=budget, max_seconds=settings.PUBLIC_REBUILD_TIMEOUT
+    )
+    future.add_done_callback(follow)
+    try:
+        # `follow` has run if the rebuild finished in time; what is left is a few ms.
+        pending.exception(timeout=max(0.01, budget - (time.monotonic() - started)) if budget > 0 else None)
+    except TimeoutError:
+        return pending, False
+    return pending, True
+
+
+def _rebuild(
+    view: View, request: HttpRequest, args: Any, kwargs: Any, *, key: str, key_name: str, base_name: str
+) -> CachedPage | HttpResponse:
+    """One rebuild: render, then store the page under its key, as the last good copy, and
+    on disk for the snapshot pages. Runs in the request's thread or in the background."""
+    try:
+        response = _build(view, request, args, kwargs)
+    except DatabaseError as exc:
+        logger.warning("database unavailable while rendering %s: %s", key_name, exc)
+        guard.note_database_down()
+        raise
+    if response.status_code == 503:
+        # The view caught the outage itself (DRF's handler does) and said so.
+        guard.note_database_down()
+        return response
+    if response.status_code != 200:
+        return response
+    guard.note_database_ok()
+    page = CachedPage.from_response(response)
+    store = guard.pages_cache()
+    guard.cache_set(key, page, settings.PUBLIC_CACHE_TTL, store=store)
+    _memo_put(key, page)
+    guard.cache_set(f"page:{key_name}:last", page, LAST_GOOD_TTL, store=store)
+    if key_name == base_name:
+        snapshot_write(base_name, page)
+    return page

@@ -2,22 +2,51 @@
 
 Every write that changes what the public sees bumps this stamp after its transaction
 commits. Cached renders of public pages and feeds are keyed by the stamp, so a change
-is visible on the next request instead of after a TTL. The cache may be Redis, and
-Redis may be down: failures here are logged and swallowed, never raised to the writer.
+is visible on the next request instead of after a TTL.
+
+The stamp lives in two places: the shared cache (read on every request) and one row in
+the database (edge.models.PublicStateStamp). The cache may be Redis, and Redis may be
+down or paused: then each process reads the row instead, at most every
+PUBLIC_STATE_DB_POLL seconds, so a new incident still shows within that interval on
+every process. Failures are swallowed here, never raised to the writer or the reader;
+the cache backend logs one line per outage (edge/cache_backend.py), so nothing here logs
+per call.
+
+Known limit: a bump whose database write fails (the database went away right after the
+commit) is only in the cache; if the cache is then lost too before the next change, the
+readers fall back to the older row until the next change.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
 
 from django.core.cache import cache
 from django.db import transaction
 
+from edge.deadline import deadline
+
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "public-state-version"
+# A read of the stamp row in a request thread must not hold it: this bound is far below
+# any page budget, and the previous stamp is served when it is hit.
+DB_READ_BUDGET = 0.2
+
+_lock = threading.Lock()
+_polled_at = float("-inf")  # when this process last read the row (cache unreachable)
+_known: str | None = None  # the newest stamp this process has seen
+_cache_missed = False  # the cache was unreachable since this process last read it
+
+
+def reset() -> None:
+    """Forget what this process knows about the stamp (tests)."""
+    global _polled_at, _known, _cache_missed
+    with _lock:
+        _polled_at, _known, _cache_missed = float("-inf"), None, False
 
 
 def new_version() -> str:
@@ -28,11 +57,43 @@ def new_version() -> str:
     return f"{time.time_ns():016x}{secrets.randbits(32):08x}"
 
 
-def _bump() -> None:
+def _db_write(version: str) -> None:
+    from edge.models import PublicStateStamp
+
     try:
-        cache.set(VERSION_KEY, new_version(), timeout=None)
-    except Exception:
-        logger.warning("could not bump the public state version", exc_info=True)
+        with deadline(DB_READ_BUDGET * 5):
+            if not PublicStateStamp.objects.filter(pk=1).update(version=version):
+                PublicStateStamp.objects.get_or_create(pk=1, defaults={"version": version})
+    except Exception:  # noqa: BLE001 - the cache still has it; see the known limit above
+        logger.warning("could not store the public state version in the database")
+
+
+def _db_read() -> str | None:
+    from edge.models import PublicStateStamp
+
+    try:
+        with deadline(DB_READ_BUDGET):
+            return PublicStateStamp.objects.filter(pk=1).values_list("version", flat=True).first()
+    except Exception:  # noqa: BLE001 - database down or slow too: keep the stamp we had
+        return None
+
+
+def _remember(version: str) -> str:
+    global _known
+    if _known is None or version > _known:
+        _known = version
+    return version
+
+
+def _bump() -> None:
+    version = new_version()
+    _db_write(version)
+    _remember(version)
+    try:
+        cache.set(VERSION_KEY, version, timeout=None)
+    except Exception:  # noqa: BLE001 - readers fall back to the database row
+        global _cache_missed
+        _cache_missed = True
 
 
 def public_state_changed() -> None:
@@ -40,14 +101,50 @@ def public_state_changed() -> None:
     transaction.on_commit(_bump)
 
 
+def _without_cache() -> str:
+    """The stamp while the cache is unreachable: the database row, polled per process."""
+    global _polled_at, _cache_missed
+    with _lock:
+        _cache_missed = True
+        due = time.monotonic() - _polled_at >= _poll_interval()
+        if due:
+            _polled_at = time.monotonic()  # one reader per interval; the others use _known
+    if due:
+        row = _db_read()
+        if row is not None:
+            # Stamps are times: a row newer than the stamp we last saw in the cache is a
+            # change made since (perhaps one that could not reach the cache). An older
+            # row only means the cache minted a stamp after a flush: keep ours, and the
+            # pages cached under it stay valid.
+            _remember(row)
+    return _known or "unavailable"
+
+
+def _poll_interval() -> float:
+    from django.conf import settings
+
+    return float(settings.PUBLIC_STATE_DB_POLL)
+
+
 def public_state_version() -> str:
+    global _cache_missed
     try:
         version = cache.get(VERSION_KEY)
+        if _cache_missed and version is not None:
+            # The cache is back. Bumps made while it was away reached only the row: the
+            # newer of the two wins, so no page keyed by an old stamp is served as fresh.
+            _cache_missed = False
+            row = _db_read()
+            if row is not None and row > str(version):
+                cache.set(VERSION_KEY, row, timeout=None)
+                version = row
         if version is None:
+            # Flushed, evicted or a new cache: a fresh stamp can only be newer than any
+            # page cached before, so nothing stale matches it. The row keeps the last
+            # change's stamp, which is all a reader without the cache needs.
             version = new_version()
             cache.add(VERSION_KEY, version, timeout=None)
-            version = cache.get(VERSION_KEY, version)
-        return str(version)
-    except Exception:
-        logger.warning("could not read the public state version", exc_info=True)
-        return "unavailable"
+            version = cache.get(VERSION_KEY) or version
+        return _remember(str(version))
+    except Exception:  # noqa: BLE001 - the breaker in the cache backend has logged it
+        return _without_cache()

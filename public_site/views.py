@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
@@ -71,17 +71,48 @@ def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     return _incident_signed_in(request, public_id=public_id)
 
 
-@public_page("product", vary_on_query=("page",))
+# Query values that make cache variants (edge.page_cache): the canonical value, None for
+# the default page, or 404. Values the page has no data for are refused by the views
+# below after the render, and a 404 is never cached: junk cannot fill the cache.
+MAX_PAGE_NUMBER = 100_000
+
+
+def page_number_variant(value: str) -> str | None:
+    if not value.isascii() or not value.isdigit() or value.startswith("0") or int(value) > MAX_PAGE_NUMBER:
+        raise Http404("No such page.")
+    return None if value == "1" else value
+
+
+def month_variant(value: str) -> str | None:
+    now = timezone.now()
+    month = public_history.parse_month(value, now=now)  # Http404 unless it looks like 2009-09
+    current = public_history.parse_month(None, now=now)
+    if month > current:
+        raise Http404("No such month.")
+    return None if month == current else f"{month:%Y-%m}"
+
+
+@public_page("product", vary_on_query={"page": page_number_variant})
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    page = public_history.product_page(slug=slug, now=timezone.now(), page_number=request.GET.get("page"))
+    requested = int(request.GET.get("page") or 1)
+    page = public_history.product_page(slug=slug, now=timezone.now(), page_number=requested)
+    if page.page.number != requested:
+        raise Http404("No such page.")  # past the last page
     return render(request, "public/product.html", {"page": page, "product": page.product})
 
 
-@public_page("history", vary_on_query=("month",))
+@public_page("history", vary_on_query={"month": month_variant})
 @in_display_zone
 def history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     month = public_history.parse_month(request.GET.get("month"), now=now)
     page = public_history.history_page(month=month, now=now)
-    return render(request, "public/history.html", {"page": page})
+    # The archive runs from the month before its first incident (where the "previous"
+    # links end) to this month; nothing before it is a page, nor a cache entry.
+    current = public_history.parse_month(None, now=now)
+    first = min((m.month for year in page.years for m in year.months), default=current)
+    floor = public_history.add_months(min(first, current), -1)
+    if month < floor:
+        raise Http404("No such month.")
+    return render(request, "public/history.html", {"page": page, "earliest_month": floor})

@@ -70,6 +70,7 @@ MIDDLEWARE = [
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "edge.middleware.LoadSheddingMiddleware",
+    "edge.middleware.RequestDeadlineMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -125,23 +126,59 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         {
             "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 3),
             "options": f"-c statement_timeout={_statement_timeout_ms}",
+            # A peer that vanished (host down, network cut) is noticed by the kernel
+            # within seconds instead of the default two hours; a slow or silent one is
+            # bounded by DB_CLIENT_TIMEOUT_MS below, which TCP cannot see.
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 3,
+            "tcp_user_timeout": env_int("DB_TCP_USER_TIMEOUT_MS", 10000),
         }
     )
+else:
+    _statement_timeout_ms = 0
+# The client-side bound on one database round trip (edge/deadline.py): the server's
+# statement timeout does not cover a slow link or a server that stopped answering.
+# Default: the statement timeout plus a second. 0 turns it off.
+DB_CLIENT_TIMEOUT_MS = env_int(
+    "DB_CLIENT_TIMEOUT_MS", _statement_timeout_ms + 1000 if _statement_timeout_ms else 0
+)
+# Every request's database work is bounded by this many seconds in total (the public
+# pages and cached API reads have a much shorter budget: PUBLIC_RENDER_BUDGET). Keep it
+# under GUNICORN_TIMEOUT, which reaps a worker whose request outlives it. 0: no bound.
+REQUEST_DEADLINE = env_float("REQUEST_DEADLINE", 20.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: broker and cache when present, nothing when absent ------------------------
 REDIS_URL = env_str("REDIS_URL")
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "statuspage"),
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
-        }
+# Cache calls give up after this long, and after a failure every call in the process fails
+# fast for CACHE_BREAKER_SECONDS before one probes again (edge/cache_backend.py): a
+# paused Redis must cost milliseconds per request, not a socket timeout each.
+CACHE_SOCKET_TIMEOUT = env_float("CACHE_SOCKET_TIMEOUT", 0.25)
+CACHE_BREAKER_SECONDS = env_float("CACHE_BREAKER_SECONDS", 5.0)
+# Rendered public pages can live on a Redis of their own (docker-compose: an LRU instance
+# with maxmemory), so that page bodies are what gets evicted, never the version stamp,
+# locks, rate-limit counters or queued tasks on REDIS_URL. Unset: REDIS_URL holds both.
+PAGE_CACHE_URL = env_str("PAGE_CACHE_URL")
+
+
+def _redis_cache(url: str) -> dict[str, object]:
+    return {
+        "BACKEND": "edge.cache_backend.ResilientRedisCache",
+        "LOCATION": url,
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "statuspage"),
+        "OPTIONS": {"socket_connect_timeout": CACHE_SOCKET_TIMEOUT, "socket_timeout": CACHE_SOCKET_TIMEOUT},
     }
+
+
+if REDIS_URL:
+    CACHES = {"default": _redis_cache(REDIS_URL)}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+if PAGE_CACHE_URL:
+    CACHES["pages"] = _redis_cache(PAGE_CACHE_URL)
+PUBLIC_PAGE_CACHE_ALIAS = "pages" if PAGE_CACHE_URL else "default"
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
@@ -221,9 +258,26 @@ PUBLIC_CACHE_MAX_AGE = env_int("PUBLIC_CACHE_MAX_AGE", 60)
 PUBLIC_CACHE_SWR = env_int("PUBLIC_CACHE_SWR", 30)
 PUBLIC_CACHE_SIE = env_int("PUBLIC_CACHE_SIE", 86400)
 PUBLIC_CACHE_LOCK_TIMEOUT = env_int("PUBLIC_CACHE_LOCK_TIMEOUT", 10)
-PUBLIC_CACHE_WAIT = env_float("PUBLIC_CACHE_WAIT", 2.0)
-# After a failed render, snapshot pages skip the database for this many seconds.
+# After a database failure, every public page and cached API read skips the database for
+# this many seconds (stale copy, snapshot or 503) before one request tries again.
 PUBLIC_CACHE_DB_BACKOFF = env_float("PUBLIC_CACHE_DB_BACKOFF", 2.0)
+# The time budget of a public rebuild or cached API read, in seconds: past it the request
+# answers from the last good copy (marked stale) or 503 + Retry-After, and the rebuild
+# goes on in the background, at most PUBLIC_REBUILD_TIMEOUT seconds (keep it under
+# PUBLIC_CACHE_LOCK_TIMEOUT, so that two rebuilds of one page never overlap).
+PUBLIC_RENDER_BUDGET = env_float("PUBLIC_RENDER_BUDGET", 0.3)
+PUBLIC_REBUILD_TIMEOUT = env_float("PUBLIC_REBUILD_TIMEOUT", 8.0)
+# A page with no older copy to answer with (never rendered, cache and snapshot empty)
+# waits up to this long for its first render before 503 + Retry-After.
+PUBLIC_FIRST_RENDER_BUDGET = env_float("PUBLIC_FIRST_RENDER_BUDGET", 2.0)
+# Cache misses one process rebuilds at once; the next miss gets the last good copy or a
+# fast 503 + Retry-After (hits are always served).
+PUBLIC_MAX_REBUILDS = env_int("PUBLIC_MAX_REBUILDS", 2)
+# max-age of a stale answer: shared caches keep it only briefly.
+PUBLIC_STALE_MAX_AGE = env_int("PUBLIC_STALE_MAX_AGE", 5)
+# With the cache server unreachable, each process reads the version stamp from the
+# database at most this often (seconds): a change shows within this interval.
+PUBLIC_STATE_DB_POLL = env_float("PUBLIC_STATE_DB_POLL", 2.0)
 
 # --- Static files ---------------------------------------------------------------------------
 STATIC_URL = "/static/"

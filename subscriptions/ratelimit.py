@@ -16,6 +16,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest
 
+from edge.cache_backend import CacheUnavailable
+
 logger = logging.getLogger(__name__)
 
 
@@ -35,6 +37,8 @@ def hit(*, scope: str, value: str, limit: int, window: int) -> Verdict:
     try:
         cache.add(key, 0, timeout=window + 5)
         count = cache.incr(key)
+    except CacheUnavailable:
+        return Verdict(allowed=True)  # the cache backend logged the outage once
     except Exception:
         logger.warning(
             "subscribe rate limit unavailable (cache error); letting the request through", exc_info=True

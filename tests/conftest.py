@@ -110,9 +110,14 @@ def _own_var_dir(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
 def _clear_cache() -> Iterator[None]:
     from django.core.cache import cache
 
-    from edge import page_cache
+    from edge import cache_backend, guard, page_cache, version
 
     cache.clear()
     # The per-process memo too: under frozen time two tests can mint the same version.
     page_cache._memo.clear()
+    page_cache._memo_last.clear()
+    # And the rest of the edge's per-process state: backoff, breakers, the known stamp.
+    guard.reset()
+    cache_backend.reset_breakers()
+    version.reset()
     yield
