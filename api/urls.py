@@ -7,7 +7,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import base, google_feed, incidents, statuspage_v2
+from api import base, google_feed, incidents, statuspage_v2, uptime
 from api.routers import build_router
 from edge.page_cache import public_page
 
@@ -23,6 +23,11 @@ def cached(name: str, view: type) -> Any:
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/v1/status/", incidents.OverallStatusView.as_view(), name="api-status"),
+    path(
+        "api/v1/products/<slug:slug>/uptime/",
+        public_page("api-v1-product-uptime")(uptime.ProductUptimeView.as_view()),
+        name="api-product-uptime",
+    ),
     path("api/v1/", include(router.urls)),
     path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),
     path("api/v2/status.json", cached("v2-status", v2.StatusView), name="v2-status"),

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "demo",
     "public_site",
     "api",
+    "insights",
     "credits",
     "subscriptions",
     "incidents",

@@ -13,6 +13,8 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("favicon.ico", favicon),
+    # Staff pages under /manage/: more specific mounts first, before any `manage/` include.
+    path("manage/insights/", include("insights.urls")),
     path("", include("api.urls")),
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
