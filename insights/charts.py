@@ -18,10 +18,10 @@ from decimal import Decimal
 Number = int | float | Decimal
 
 WIDTH = 640
-LEFT = 72
+LEFT = 80
 RIGHT = 16
 TOP = 16
-BOTTOM = 44
+BOTTOM = 58
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ class Tick:
     pos: float
     label: str
     minor: bool = False  # hidden on narrow screens
+    sub: str = ""  # a second line under the label (the year under January)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def nice_ceiling(value: float) -> float:
     return float(10 ** (exponent + 1))
 
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
     if abs(value - round(value)) < 1e-9:
         return f"{round(value):,}"
     return f"{value:,.2f}".rstrip("0").rstrip(".")
@@ -105,11 +106,13 @@ def bar_chart(
     description: str,
     categories: Sequence[str],
     series: Sequence[Series],
+    sub_labels: Sequence[str] = (),
     stacked: bool = False,
+    integers: bool = False,
     y_min: float = 0.0,
     y_max: float | None = None,
     y_label: str = "",
-    value_text: Callable[[Number], str] = lambda v: _number(float(v)),
+    value_text: Callable[[Number], str] = lambda v: number_text(float(v)),
     height: int = 300,
 ) -> BarChart:
     """Vertical bars per category, series side by side or stacked. Values below `y_min`
@@ -121,7 +124,17 @@ def bar_chart(
         peaks = [sum(float(s.values[i]) for s in series) for i in range(len(categories))]
     else:
         peaks = [float(v) for s in series for v in s.values]
-    top = y_max if y_max is not None else nice_ceiling(max(peaks, default=0.0) - y_min) + y_min
+    highest = max(peaks, default=0.0) - y_min
+    if y_max is not None:
+        top = y_max
+    elif integers:
+        # Counts: four whole-number steps, so no tick reads "1.25 incidents".
+        step = max(1, math.ceil(highest / 4 - 1e-9))
+        if step > 2:
+            step = math.ceil(nice_ceiling(step))
+        top = y_min + 4 * step
+    else:
+        top = nice_ceiling(highest) + y_min
     span = max(top - y_min, 1e-9)
 
     def y_of(value: float) -> float:
@@ -158,7 +171,12 @@ def bar_chart(
                 )
             )
     x_ticks = tuple(
-        Tick(pos=_r(plot_left + slot * (i + 0.5)), label=c, minor=n > 6 and i % 2 == 1)
+        Tick(
+            pos=_r(plot_left + slot * (i + 0.5)),
+            label=c,
+            minor=n > 6 and i % 2 == 1,
+            sub=sub_labels[i] if i < len(sub_labels) else "",
+        )
         for i, c in enumerate(categories)
     )
     y_ticks = tuple(
@@ -269,8 +287,8 @@ def strip_chart(
 ) -> StripChart:
     """A row of dots per metric on a shared log scale from one minute up. Values under a
     minute (an update posted at detection) sit on the axis's left edge."""
-    row_height = 64.0
-    top = 12.0
+    row_height = 72.0
+    top = 16.0
     longest = max((p[0].total_seconds() for r in rows for p in r.points), default=3600.0)
     ticks = [t for t in TIME_TICKS if t[0] < longest]
     upper = next((t for t in TIME_TICKS if t[0] >= longest), TIME_TICKS[-1])
@@ -278,7 +296,8 @@ def strip_chart(
     if len(ticks) < 2:
         ticks = list(TIME_TICKS[:2])
     lo, hi = math.log(ticks[0][0]), math.log(ticks[-1][0])
-    plot_left, plot_right = 24.0, float(WIDTH - 24)
+    # Room either side for the first and last tick labels, centred on their ticks.
+    plot_left, plot_right = 44.0, float(WIDTH - 32)
 
     def x_of(seconds: float) -> float:
         value = math.log(max(seconds, ticks[0][0]))
@@ -291,7 +310,7 @@ def strip_chart(
             Dot(
                 x=_r(x_of(value.total_seconds())),
                 # A small fixed vertical spread so equal values stay countable.
-                y=_r(y - 12 + (i % 5) * 6),
+                y=_r(y - 10 + (i % 5) * 5),
                 title=f"{label}: {value_text(value)}",
             )
             for i, (value, label) in enumerate(row.points)
@@ -302,8 +321,8 @@ def strip_chart(
                 markers.append(
                     Marker(
                         x=_r(x_of(value.total_seconds())),
-                        y1=_r(y - 20),
-                        y2=_r(y + 16),
+                        y1=_r(y - 14),
+                        y2=_r(y + 14),
                         label=f"{name} {value_text(value)}",
                         css=css,
                     )
@@ -312,7 +331,7 @@ def strip_chart(
             StripRow(
                 label=row.label,
                 y=_r(y),
-                label_y=_r(y - 24),
+                label_y=_r(y - 22),
                 dots=dots,
                 markers=tuple(markers),
                 empty=not dots,

@@ -65,11 +65,20 @@ class Period:
     @property
     def short_label(self) -> str:
         if self.months == 3:
-            return f"Q{(self.first_day.month - 1) // 3 + 1} {self.first_day:%y}"
+            return f"Q{(self.first_day.month - 1) // 3 + 1}"
         return f"{self.first_day:%b}"
 
     def contains_month(self, month: date) -> bool:
         return self.first_day <= month < add_months(self.first_day, self.months)
+
+
+def axis_labels(periods_: Sequence[Period]) -> tuple[list[str], list[str]]:
+    """Short labels for a chart axis, and the year under the first period and each January."""
+    labels = [p.short_label for p in periods_]
+    years = [
+        str(p.first_day.year) if i == 0 or p.first_day.month == 1 else "" for i, p in enumerate(periods_)
+    ]
+    return labels, years
 
 
 def add_months(month: date, n: int) -> date:

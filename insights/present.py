@@ -47,6 +47,16 @@ class Table:
     links: tuple[str | None, ...] = ()
 
     @property
+    def is_narrow(self) -> bool:
+        """Few columns: the table fits beside its chart on a wide screen."""
+        return len(self.headers) <= 4
+
+    @property
+    def stacks(self) -> bool:
+        """Many columns or long text: one card per row on a phone instead of a grid."""
+        return len(self.headers) > 6
+
+    @property
     def html_rows(self) -> list[list[tuple[str, str, str | None]]]:
         """Each cell as (header, text, link): the template labels cells for the stacked view."""
         out = []
@@ -72,7 +82,7 @@ def duration_text(delta: timedelta | None) -> str:
 
 
 def weighted_text(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.1'))} min"
+    return f"{value.quantize(Decimal('0.1'))}\N{NO-BREAK SPACE}min"
 
 
 def _iso(value: object) -> str:
@@ -106,14 +116,9 @@ def _is_number(text: str) -> bool:
 
 
 def levels_table(page: InsightsPage) -> Table:
-    headers = ("Period", *(LEVEL_LABELS[lv] for lv in metrics.LEVEL_ORDER), "Incidents", "Maintenance")
+    headers = ("Period", "Major", "Partial", "Degraded", "No impact", "Maint.")
     rows = tuple(
-        (
-            s.period.label,
-            *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER),
-            str(s.incidents),
-            str(s.maintenance),
-        )
+        (s.period.label, *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER), str(s.maintenance))
         for s in page.summaries
     )
     return Table(
@@ -138,7 +143,8 @@ def levels_chart(page: InsightsPage) -> charts.BarChart:
             f"Stacked bars: {total} incidents over {len(page.periods)} periods, "
             "each by the worst impact level of its windows. The table below has the counts."
         ),
-        categories=[s.period.short_label for s in page.summaries],
+        categories=metrics.axis_labels([s.period for s in page.summaries])[0],
+        sub_labels=metrics.axis_labels([s.period for s in page.summaries])[1],
         series=[
             charts.Series(
                 name=LEVEL_LABELS[lv],
@@ -147,6 +153,7 @@ def levels_chart(page: InsightsPage) -> charts.BarChart:
             )
             for lv in metrics.LEVEL_ORDER
         ],
+        integers=True,
         stacked=True,
         y_label="incidents",
     )
@@ -159,13 +166,13 @@ def downtime_table(page: InsightsPage) -> Table:
             "Downtime and uptime per period (display weights; each product counts the same). "
             f"Whole range: {page.total.uptime.percent} % uptime."
         ),
-        headers=("Period", "Total downtime", "Weighted downtime", "Uptime"),
+        headers=("Period", "Total", "Weighted", "Uptime"),
         rows=tuple(
             (
                 s.period.label,
                 duration_text(s.downtime.total),
                 weighted_text(s.downtime.weighted_minutes),
-                f"{s.downtime.uptime.percent} %",
+                f"{s.downtime.uptime.percent}\N{NO-BREAK SPACE}%",
             )
             for s in page.summaries
         ),
@@ -204,7 +211,8 @@ def downtime_chart(page: InsightsPage) -> charts.BarChart:
             "(major outage in full, partial outage at its weight). The table below has the figures "
             "and the uptime."
         ),
-        categories=[s.period.short_label for s in page.summaries],
+        categories=metrics.axis_labels([s.period for s in page.summaries])[0],
+        sub_labels=metrics.axis_labels([s.period for s in page.summaries])[1],
         series=[
             charts.Series(
                 name="Total",
@@ -218,7 +226,7 @@ def downtime_chart(page: InsightsPage) -> charts.BarChart:
             ),
         ],
         y_label="hours",
-        value_text=lambda v: f"{charts._number(float(v))} h",
+        value_text=lambda v: f"{charts.number_text(float(v))} h",
     )
 
 
@@ -407,12 +415,14 @@ def action_items_chart(page: InsightsPage) -> charts.BarChart:
             "Three bars per period: action items opened, closed, and overdue at the end of the "
             "period. The table below has the counts."
         ),
-        categories=[a.period.short_label for a in items],
+        categories=metrics.axis_labels([a.period for a in items])[0],
+        sub_labels=metrics.axis_labels([a.period for a in items])[1],
         series=[
             charts.Series(name="Opened", css="s-opened", values=tuple(a.opened for a in items)),
             charts.Series(name="Closed", css="s-closed", values=tuple(a.closed for a in items)),
             charts.Series(name="Overdue", css="s-overdue", values=tuple(a.overdue for a in items)),
         ],
+        integers=True,
         y_label="items",
     )
 
@@ -421,7 +431,7 @@ def credits_table(page: InsightsPage) -> Table:
     return Table(
         name="credits",
         caption="SLA credit notices per period: sent (issued) and not yet sent",
-        headers=("Period", "Issued", "Days of service", "Percent-of-bill notices", "Amount", "Not yet sent"),
+        headers=("Period", "Issued", "Days", "% of bill", "Amount", "Not sent"),
         rows=tuple(
             (
                 c.period.label,
@@ -464,11 +474,13 @@ def credits_chart(page: InsightsPage) -> charts.BarChart:
             "Stacked bars per period: notices sent (issued) and notices computed but not yet sent. "
             "The table below has the days of service and the amounts."
         ),
-        categories=[c.period.short_label for c in items],
+        categories=metrics.axis_labels([c.period for c in items])[0],
+        sub_labels=metrics.axis_labels([c.period for c in items])[1],
         series=[
             charts.Series(name="Issued", css="s-issued", values=tuple(c.issued for c in items)),
             charts.Series(name="Not yet sent", css="s-pending", values=tuple(c.pending for c in items)),
         ],
+        integers=True,
         stacked=True,
         y_label="notices",
     )
@@ -519,12 +531,12 @@ def uptime_table(report: UptimeReport) -> Table:
     months = report.newest_first
     return Table(
         name="uptime",
-        caption=f"{report.product.name}: monthly uptime, newest first",
-        headers=("Month", "Uptime", "Weighted downtime", "Total downtime", "Incidents"),
+        caption=f"{report.product.name}: monthly uptime, newest first (this month up to now)",
+        headers=("Month", "Uptime", "Weighted", "Total", "Incidents"),
         rows=tuple(
             (
-                m.period.label + (" (so far)" if m.is_partial else ""),
-                f"{m.downtime.uptime.percent} %",
+                m.period.label,
+                f"{m.downtime.uptime.percent}\N{NO-BREAK SPACE}%",
                 weighted_text(m.downtime.weighted_minutes),
                 duration_text(m.downtime.total),
                 str(m.incidents),
@@ -578,15 +590,16 @@ def uptime_chart(report: UptimeReport) -> charts.BarChart:
         id="chart-uptime",
         title=f"{report.product.name}: monthly uptime, last {len(report.months)} months",
         description=(
-            f"One bar per month, oldest first; the axis runs from {charts._number(floor)} % to 100 %. "
+            f"One bar per month, oldest first; the axis runs from {charts.number_text(floor)} % to 100 %. "
             "The table below has each month's uptime and downtime."
         ),
-        categories=[m.period.short_label for m in report.months],
+        categories=metrics.axis_labels([m.period for m in report.months])[0],
+        sub_labels=metrics.axis_labels([m.period for m in report.months])[1],
         series=[charts.Series(name="Uptime", css="s-uptime", values=tuple(percents))],
         y_min=floor,
         y_max=100.0,
         y_label="%",
-        value_text=lambda v: f"{charts._number(float(v))} %",
+        value_text=lambda v: charts.number_text(float(v)),
     )
 
 
