@@ -128,8 +128,14 @@ def levels_table(page: InsightsPage) -> Table:
         rows=rows,
         csv_headers=("period", "period_start", *metrics.LEVEL_ORDER, "incidents", "maintenance"),
         csv_rows=tuple(
-            (s.period.label, _iso(s.period.start), *row[1:])
-            for s, row in zip(page.summaries, rows, strict=True)
+            (
+                s.period.label,
+                _iso(s.period.start),
+                *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER),
+                str(s.incidents),
+                str(s.maintenance),
+            )
+            for s in page.summaries
         ),
     )
 
