@@ -6,6 +6,7 @@ import csv
 import io
 import re
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -53,7 +54,7 @@ def build(n: int, *, prefix: str) -> None:
             status=ActionItem.Status.DONE if i % 2 else ActionItem.Status.OPEN,
         )
     policy = credit_services.policy_create(
-        name=f"{prefix} policy", target=99, tiers=[(99, 10)], unit="percent"
+        name=f"{prefix} policy", target=Decimal(99), tiers=[(Decimal(99), Decimal(10))], unit="percent"
     )
     customer = credit_services.customer_create(
         name=f"{prefix} customer", billing_emails=["billing@example.org"], policy=policy
