@@ -295,12 +295,28 @@ def response_table(page: InsightsPage) -> Table:
     )
 
 
+# Dots per row at most: beyond this the SVG grows without showing more (dots overlap).
+STRIP_POINTS = 240
+
+
+def by_rank(
+    values: Sequence[tuple[timedelta, int]], limit: int = STRIP_POINTS
+) -> list[tuple[timedelta, int]]:
+    """At most `limit` values, evenly spaced by rank (first and last kept): the shape of
+    the distribution, and its extremes, survive."""
+    n = len(values)
+    if n <= limit:
+        return list(values)
+    return [values[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
+
+
 def response_chart(page: InsightsPage) -> charts.StripChart:
     titles = {r.facts.incident_id: r.facts.title for r in page.rows}
     rows = [
         charts.StripInput(
-            label=f"{label} (n = {dist.count})",
-            points=tuple((value, titles.get(incident_id, "")) for value, incident_id in dist.values),
+            label=f"{label} (n = {dist.count}"
+            + (f", {STRIP_POINTS} drawn by rank)" if dist.count > STRIP_POINTS else ")"),
+            points=tuple((value, titles.get(incident_id, "")) for value, incident_id in by_rank(dist.values)),
             median=dist.median,
             p90=dist.p90,
         )
