@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import ROUND_DOWN, Decimal
+from functools import cached_property
 
 from incidents import intervals, uptime
 
@@ -196,16 +197,41 @@ class IncidentFacts:
 class IncidentRow:
     facts: IncidentFacts
     level: str  # worst level among its spans in scope, NO_IMPACT without any
-    duration: timedelta  # union of its windows (what its public page shows)
-    weighted_downtime_minutes: Decimal
     time_to_detect: timedelta | None
     time_to_first_update: timedelta | None
     time_to_resolve: timedelta | None
     update_cadence: timedelta | None
+    now: datetime
+    weights: uptime.Weights
 
     @property
     def ongoing(self) -> bool:
         return self.facts.resolved_at is None
+
+    # Computed when shown (the page lists 50 incidents; the counts and distributions above
+    # need none of the interval maths), once per row.
+    @cached_property
+    def duration(self) -> timedelta:
+        """The union of its windows: what its public page shows."""
+        spans = self.facts.spans
+        if len(spans) == 1:
+            iv = spans[0].interval(now=self.now)
+            return iv.duration if iv is not None else timedelta(0)
+        return intervals.total(iv for s in spans if (iv := s.interval(now=self.now)) is not None)
+
+    @cached_property
+    def weighted_downtime_minutes(self) -> Decimal:
+        spans = self.facts.spans
+        if not spans or self.facts.is_maintenance:
+            return Decimal(0)
+        if len(spans) == 1:
+            # One window: one level, nothing to merge (the same figure downtime_minutes gives).
+            iv = spans[0].interval(now=self.now)
+            if iv is None:
+                return Decimal(0)
+            return uptime.minutes(iv.duration) * self.weights.for_level(spans[0].level)
+        start = min(s.start for s in spans)
+        return uptime.downtime_minutes(spans, start=start, end=self.now, now=self.now, weights=self.weights)
 
 
 def _non_negative(delta: timedelta) -> timedelta:
@@ -213,12 +239,6 @@ def _non_negative(delta: timedelta) -> timedelta:
 
 
 def incident_row(facts: IncidentFacts, *, now: datetime, weights: uptime.Weights) -> IncidentRow:
-    happened = [iv for s in facts.spans if (iv := s.interval(now=now)) is not None]
-    duration = intervals.total(happened)
-    weighted = Decimal(0)
-    if facts.spans and not facts.is_maintenance:
-        start = min(s.start for s in facts.spans)
-        weighted = uptime.downtime_minutes(facts.spans, start=start, end=now, now=now, weights=weights)
     response = not facts.is_maintenance
     detect = None
     if response and facts.detected_at is not None:
@@ -243,12 +263,12 @@ def incident_row(facts: IncidentFacts, *, now: datetime, weights: uptime.Weights
     return IncidentRow(
         facts=facts,
         level=uptime.worst(s.level for s in facts.spans) if facts.spans else NO_IMPACT,
-        duration=duration,
-        weighted_downtime_minutes=weighted,
         time_to_detect=detect,
         time_to_first_update=first_update,
         time_to_resolve=resolve,
         update_cadence=cadence,
+        now=now,
+        weights=weights,
     )
 
 
@@ -266,15 +286,27 @@ def product_downtime(
     spans: Sequence[uptime.Span], *, start: datetime, end: datetime, now: datetime, weights: uptime.Weights
 ) -> Downtime:
     """One product over [start, end): the status page's own uptime, plus the unweighted total."""
-    result = uptime.uptime(spans, start=start, end=end, now=now, weights=weights)
-    total = timedelta(0)
-    if spans and result.period_minutes > 0:
-        per_level = uptime.exclusive_levels(spans, start=start, end=min(end, now), now=now)
-        total = sum(
-            (intervals.total(ivs) for level, ivs in per_level.items() if weights.for_level(level) > 0),
-            timedelta(0),
-        )
+    horizon = min(end, now)
+    per_level = uptime.exclusive_levels(spans, start=start, end=horizon, now=now) if horizon > start else {}
+    result = uptime.uptime_of_levels(per_level, start=start, end=horizon, weights=weights)
+    total = sum(
+        (intervals.total(ivs) for level, ivs in per_level.items() if weights.for_level(level) > 0),
+        timedelta(0),
+    )
     return Downtime(total=total, weighted_minutes=result.downtime_minutes, uptime=result)
+
+
+def spans_by_period(
+    spans: Iterable[uptime.Span], periods_: Sequence[Period]
+) -> dict[Period, list[uptime.Span]]:
+    """The spans overlapping each period, so that each period's maths sees only its own
+    (the result is the same: `incidents.uptime` clips to the period anyway)."""
+    out: dict[Period, list[uptime.Span]] = {p: [] for p in periods_}
+    for span in spans:
+        for p in periods_:
+            if span.start < p.end and (span.end is None or span.end > p.start):
+                out[p].append(span)
+    return out
 
 
 def combined(downtimes: Sequence[Downtime], *, places: int = 2) -> Downtime:

@@ -296,7 +296,7 @@ def response_table(page: InsightsPage) -> Table:
 
 
 # Dots per row at most: beyond this the SVG grows without showing more (dots overlap).
-STRIP_POINTS = 240
+STRIP_POINTS = 120
 
 
 def by_rank(
@@ -391,7 +391,10 @@ def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
             "update_cadence_minutes",
             "updates",
         ),
-        csv_rows=tuple(
+        # The HTML lists the first rows only; the CSV (no limit) has every incident.
+        csv_rows=()
+        if limit is not None
+        else tuple(
             (
                 r.facts.public_id,
                 r.facts.title,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -321,8 +322,12 @@ class InsightsPage:
     def listed(self) -> tuple[metrics.IncidentRow, ...]:
         return self.incidents[:TABLE_ROWS]
 
+    @cached_property
+    def _by_id(self) -> dict[int, metrics.IncidentRow]:
+        return {r.facts.incident_id: r for r in self.rows}
+
     def incident(self, incident_id: int | None) -> metrics.IncidentRow | None:
-        return next((r for r in self.rows if r.facts.incident_id == incident_id), None)
+        return self._by_id.get(incident_id) if incident_id is not None else None
 
 
 def insights_page(*, scope: Scope, granularity: str, last: date, now: datetime) -> InsightsPage:
@@ -341,25 +346,21 @@ def insights_page(*, scope: Scope, granularity: str, last: date, now: datetime) 
         found = metrics.period_of(row.facts.started_at, periods)
         if found is not None:
             in_period[found].append(row)
-    summaries = []
-    for p in periods:
-        downtime = metrics.combined(
-            [
-                metrics.product_downtime(
-                    by_product.get(product.pk, []), start=p.start, end=p.end, now=now, weights=weights
-                )
-                for product in scope.products
-            ]
-        )
-        summaries.append(metrics.period_summary(p, rows=in_period[p], downtime=downtime, now=now))
-    total = metrics.combined(
-        [
-            metrics.product_downtime(
-                by_product.get(product.pk, []), start=start, end=end, now=now, weights=weights
+    # Each product's downtime per period, from the spans of that period only. The whole
+    # range is the sum of its periods: they partition it, and a minute of downtime lies in
+    # exactly one of them (a test checks this against one uptime() over the range).
+    per_period: dict[metrics.Period, list[metrics.Downtime]] = {p: [] for p in periods}
+    for product in scope.products:
+        buckets = metrics.spans_by_period(by_product.get(product.pk, []), periods)
+        for p in periods:
+            per_period[p].append(
+                metrics.product_downtime(buckets[p], start=p.start, end=p.end, now=now, weights=weights)
             )
-            for product in scope.products
-        ]
-    )
+    summaries = [
+        metrics.period_summary(p, rows=in_period[p], downtime=metrics.combined(per_period[p]), now=now)
+        for p in periods
+    ]
+    total = metrics.combined([d for p in periods for d in per_period[p]])
     return InsightsPage(
         scope=scope,
         granularity=granularity,
@@ -431,25 +432,29 @@ def product_uptime_report(*, slug: str, now: datetime) -> UptimeReport:
         .order_by("started_at", "id")
     )
     spans = [uptime.Span(level=lv, start=s, end=e, incident_id=i) for i, lv, s, e in windows]
+    buckets = metrics.spans_by_period(spans, months)
     out = []
     for p in months:
         touching = {
             s.incident_id
-            for s in spans
+            for s in buckets[p]
             if (iv := s.interval(now=now)) is not None and iv.clip(p.start, p.end) is not None
         }
         out.append(
             UptimeMonth(
                 period=p,
-                downtime=metrics.product_downtime(spans, start=p.start, end=p.end, now=now, weights=weights),
+                downtime=metrics.product_downtime(
+                    buckets[p], start=p.start, end=p.end, now=now, weights=weights
+                ),
                 incidents=len(touching),
             )
         )
+    recent = [s for s in spans if s.end is None or s.end > days[0].start]
     return UptimeReport(
         product=product,
         months=tuple(out),
         last_days=metrics.product_downtime(
-            spans, start=days[0].start, end=days[-1].end, now=now, weights=weights
+            recent, start=days[0].start, end=days[-1].end, now=now, weights=weights
         ),
         days=REPORT_DAYS,
         weights=weights,
