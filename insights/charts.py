@@ -130,7 +130,7 @@ def bar_chart(
     elif integers:
         # Counts: four whole-number steps, so no tick reads "1.25 incidents".
         step = max(1, math.ceil(highest / 4 - 1e-9))
-        if step > 2:
+        if step > 5:
             step = math.ceil(nice_ceiling(step))
         top = y_min + 4 * step
     else:
