@@ -7,7 +7,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import alerts, base, google_feed, incidents, statuspage_v2
+from api import alerts, base, google_feed, incidents, statuspage_v2, uptime
 from api.routers import build_router
 from edge.page_cache import public_page
 
@@ -27,6 +27,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "api/v1/integrations/<int:integration_id>/alerts/",
         alerts.AlertIntakeView.as_view(),
         name="api-alert-intake",
+    ),
+    path(
+        "api/v1/products/<slug:slug>/uptime/",
+        public_page("api-v1-product-uptime")(uptime.ProductUptimeView.as_view()),
+        name="api-product-uptime",
     ),
     path("api/v1/", include(router.urls)),
     path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),

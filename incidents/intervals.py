@@ -62,23 +62,30 @@ def clip_all(intervals: Iterable[Interval], start: datetime, end: datetime) -> l
 
 
 def subtract(intervals: Iterable[Interval], holes: Iterable[Interval]) -> list[Interval]:
-    """The parts of `intervals` (merged) not covered by any of `holes`."""
+    """The parts of `intervals` (merged) not covered by any of `holes`.
+
+    One pass over both sorted lists (linear, not intervals x holes): a long history has
+    thousands of windows per product, and the insights pages subtract them per level.
+    """
     result: list[Interval] = []
     hole_list = merge(holes)
+    first = 0
     for iv in merge(intervals):
-        pieces = [iv]
-        for hole in hole_list:
-            next_pieces: list[Interval] = []
-            for piece in pieces:
-                if hole.end <= piece.start or hole.start >= piece.end:
-                    next_pieces.append(piece)
-                    continue
-                if piece.start < hole.start:
-                    next_pieces.append(Interval(piece.start, hole.start))
-                if hole.end < piece.end:
-                    next_pieces.append(Interval(hole.end, piece.end))
-            pieces = next_pieces
-        result.extend(pieces)
+        # Holes that end before this interval starts cannot touch any later one either.
+        while first < len(hole_list) and hole_list[first].end <= iv.start:
+            first += 1
+        start = iv.start
+        k = first
+        while k < len(hole_list) and hole_list[k].start < iv.end:
+            hole = hole_list[k]
+            if start < hole.start:
+                result.append(Interval(start, hole.start))
+            start = max(start, hole.end)
+            if start >= iv.end:
+                break
+            k += 1
+        if start < iv.end:
+            result.append(Interval(start, iv.end))
     return result
 
 

@@ -21,7 +21,7 @@ Intervals are half-open [start, end), as in `incidents.intervals`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from decimal import ROUND_DOWN, Decimal
@@ -195,11 +195,32 @@ def uptime(
     downtime, and a product just under a threshold must not appear above it.
     """
     end = min(end, now)
+    if end <= start:
+        return uptime_of_levels({}, start=start, end=end, weights=weights, places=places)
+    per_level = exclusive_levels(spans, start=start, end=end, now=now)
+    return uptime_of_levels(per_level, start=start, end=end, weights=weights, places=places)
+
+
+def uptime_of_levels(
+    per_level: Mapping[str, Sequence[Interval]],
+    *,
+    start: datetime,
+    end: datetime,
+    weights: Weights,
+    places: int = 2,
+) -> Uptime:
+    """`uptime` for stretches `exclusive_levels` has already worked out over [start, end)
+    (`end` already capped at now): a caller that also needs the stretches themselves
+    (the insights' unweighted downtime) computes them once."""
     period = minutes(max(end - start, timedelta(0)))
     quantum = Decimal(1).scaleb(-places)
     if period == 0:
         return Uptime(percent=_HUNDRED.quantize(quantum), downtime_minutes=Decimal(0), period_minutes=period)
-    down = min(downtime_minutes(spans, start=start, end=end, now=now, weights=weights), period)
+    weighted = sum(
+        (minutes(intervals.total(ivs)) * weights.for_level(level) for level, ivs in per_level.items()),
+        Decimal(0),
+    )
+    down = min(weighted, period)
     percent = ((period - down) / period * _HUNDRED).quantize(quantum, rounding=ROUND_DOWN)
     return Uptime(percent=percent, downtime_minutes=down, period_minutes=period)
 

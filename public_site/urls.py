@@ -11,6 +11,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", views.status_index, name="index"),
     path("incidents/<str:public_id>/", views.incident_detail, name="incident"),
     path("products/<slug:slug>/", views.product_detail, name="product"),
+    path("products/<slug:slug>/uptime/", views.product_uptime, name="product-uptime"),
+    path("products/<slug:slug>/uptime.csv", views.product_uptime_csv, name="product-uptime-csv"),
     path("history/", views.history, name="history"),
     path("live/version.json", live.live_version, name="live-version"),
     # The feeds are the same for every reader: served from the versioned page cache.

@@ -23,6 +23,8 @@ from django.utils import timezone
 
 from edge.http import is_anonymous_request
 from edge.page_cache import public_page
+from insights import present as insights_present
+from insights import selectors as insights_selectors
 from public_site import history as public_history
 from public_site import pages as public_selectors
 
@@ -116,3 +118,27 @@ def history(request: HttpRequest) -> HttpResponse:
     if month < floor:
         raise Http404("No such month.")
     return render(request, "public/history.html", {"page": page, "earliest_month": floor})
+
+
+# The uptime report: the same for every visitor, no query parameters.
+@public_page("product-uptime")
+@in_display_zone
+def product_uptime(request: HttpRequest, slug: str) -> HttpResponse:
+    report = insights_selectors.product_uptime_report(slug=slug, now=timezone.now())
+    return render(
+        request,
+        "public/uptime.html",
+        {
+            "report": report,
+            "product": report.product,
+            "chart": insights_present.uptime_chart(report),
+            "table": insights_present.uptime_table(report),
+        },
+    )
+
+
+@public_page("product-uptime-csv")
+def product_uptime_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    report = insights_selectors.product_uptime_report(slug=slug, now=timezone.now())
+    body = insights_present.csv_text(insights_present.uptime_table(report))
+    return HttpResponse(body, content_type="text/csv; charset=utf-8")

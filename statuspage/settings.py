@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "console",
     "public_site",
     "api",
+    "insights",
     "credits",
     "subscriptions",
     "alerts",

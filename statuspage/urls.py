@@ -14,6 +14,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("manage/", include("console.urls")),
     path("favicon.ico", favicon),
+    # Staff pages under /manage/: more specific mounts first, before any `manage/` include.
+    path("manage/insights/", include("insights.urls")),
     path("", include("api.urls")),
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),

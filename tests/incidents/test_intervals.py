@@ -130,3 +130,40 @@ def test_it_refuses_naive_or_reversed_intervals() -> None:
 )
 def test_it_formats_durations(delta: timedelta, text: str) -> None:
     assert format_duration(delta) == text
+
+
+def test_subtract_matches_a_minute_by_minute_reference() -> None:
+    # The one-pass subtract (issue 16) against the plainest possible model: sets of minutes.
+    import itertools
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    from incidents.intervals import Interval, subtract
+
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def iv(a: int, b: int) -> Interval:
+        return Interval(base + timedelta(minutes=a), base + timedelta(minutes=b))
+
+    def spans(rng: random.Random) -> list[tuple[int, int]]:
+        out = []
+        for _ in range(rng.randint(0, 8)):
+            a = rng.randint(0, 200)
+            out.append((a, a + rng.randint(0, 40)))
+        return out
+
+    rng = random.Random(16)
+    for _ in range(500):
+        ivs, holes = spans(rng), spans(rng)
+        got = subtract([iv(*x) for x in ivs], [iv(*x) for x in holes])
+        minutes = {
+            m
+            for g in got
+            for m in range(
+                int((g.start - base).total_seconds() // 60), int((g.end - base).total_seconds() // 60)
+            )
+        }
+        expected = {m for a, b in ivs for m in range(a, b)} - {m for a, b in holes for m in range(a, b)}
+        assert minutes == expected
+        assert all(g.start < g.end for g in got)
+        assert all(a.end <= b.start for a, b in itertools.pairwise(got))

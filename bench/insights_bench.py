@@ -1,0 +1,287 @@
+"""Render time and query count of the staff insights page as history grows.
+
+    .venv/bin/python bench/insights_bench.py [--repeat 5] \
+        [--database-url postgres://postgres@127.0.0.1:5432/h16_bench]
+
+Bulk-inserts incidents on PostgreSQL (20 products in 3 groups; each incident with one or
+two impact windows, three updates, a detection time, one action item; a few hundred
+credit notices), then renders /manage/insights/ as a staff user, uncached (the view is
+never cached), for the whole catalogue and for one product, and the public uptime report.
+
+Two layouts of the same 1,000 and 100,000 incidents:
+
+  spread:  over the last ten years, so the page's 12 months hold about a tenth;
+  dense:   all inside the page's 12 months (the worst case: every incident is on the page).
+
+The reference is the smallest case of each layout, measured in the same run. Queries
+must not grow with the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/h16_bench"
+
+
+def setup_django(database_url: str) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "statuspage.settings"
+    os.environ.update(DEBUG="0", STATIC_MANIFEST="0", DATABASE_URL=database_url)
+    os.environ["SECRET_KEY"] = "bench-only"  # noqa: S105 - a throwaway process, never served
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    # Bulk inserts of 100,000 rows take longer than the production statement timeout.
+    os.environ["DB_STATEMENT_TIMEOUT_MS"] = "600000"
+    os.environ.pop("REDIS_URL", None)
+    import django
+
+    django.setup()
+
+
+def ensure_database(database_url: str) -> None:
+    import psycopg2
+
+    name = database_url.rsplit("/", 1)[1]
+    admin = psycopg2.connect(database_url.rsplit("/", 1)[0] + "/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if cur.fetchone() is None:
+            cur.execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+
+
+def reset() -> Any:
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+
+    from incidents.models import Product, ProductGroup
+
+    call_command("flush", interactive=False, verbosity=0)
+    groups = ProductGroup.objects.bulk_create([ProductGroup(name=f"Group {g}", position=g) for g in range(3)])
+    Product.objects.bulk_create(
+        [
+            Product(
+                name=f"Product {i}", slug=f"product-{i}", position=i, group=groups[i % 3] if i % 5 else None
+            )
+            for i in range(20)
+        ]
+    )
+    return User.objects.create_user("bench", is_staff=True)
+
+
+def add_incidents(count: int, *, now: datetime, span: timedelta, offset: int = 0) -> None:
+    from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
+
+    products = list(Product.objects.order_by("id"))
+    levels = ["degraded_performance", "partial_outage", "major_outage"]
+    batch = 5000
+    for lo in range(0, count, batch):
+        n = min(batch, count - lo)
+        incidents = []
+        for k in range(lo, lo + n):
+            i = offset + k
+            start = now - span * ((i * 7919) % 100_000) / 100_000 - timedelta(hours=3)
+            incidents.append(
+                Incident(
+                    public_id=f"i{i:011d}",
+                    title=f"Incident {i}",
+                    status="resolved",
+                    impact="minor",
+                    started_at=start,
+                    detected_at=start + timedelta(minutes=i % 30),
+                    resolved_at=start + timedelta(minutes=20 + i % 160),
+                    is_public=i % 10 != 0,
+                )
+            )
+        created = Incident.objects.bulk_create(incidents)
+        windows, updates, items = [], [], []
+        for inc in created:
+            assert inc.resolved_at is not None and inc.detected_at is not None
+            windows.append(
+                ImpactWindow(
+                    incident_id=inc.pk,
+                    product=products[inc.pk % len(products)],
+                    level=levels[inc.pk % 3],
+                    started_at=inc.started_at,
+                    ended_at=inc.resolved_at,
+                )
+            )
+            if inc.pk % 4 == 0:  # a second product, part of the time
+                windows.append(
+                    ImpactWindow(
+                        incident_id=inc.pk,
+                        product=products[(inc.pk + 7) % len(products)],
+                        level="partial_outage",
+                        started_at=inc.started_at,
+                        ended_at=inc.started_at + (inc.resolved_at - inc.started_at) / 2,
+                    )
+                )
+            for j, at in enumerate(
+                (inc.detected_at, inc.detected_at + timedelta(minutes=15), inc.resolved_at)
+            ):
+                updates.append(
+                    IncidentUpdate(
+                        incident_id=inc.pk,
+                        status=["investigating", "identified", "resolved"][j],
+                        body="Update.",
+                        display_at=at,
+                    )
+                )
+            items.append(
+                ActionItem(
+                    incident_id=inc.pk,
+                    title="Follow-up",
+                    status="done" if inc.pk % 3 else "open",
+                    due_date=(inc.started_at + timedelta(days=30)).date(),
+                )
+            )
+        ImpactWindow.objects.bulk_create(windows, batch_size=5000)
+        IncidentUpdate.objects.bulk_create(updates, batch_size=5000)
+        ActionItem.objects.bulk_create(items, batch_size=5000)
+
+
+def add_notices(now: datetime) -> None:
+    from credits import services
+    from credits.models import CreditNotice, SLAPolicy
+    from incidents.models import Product
+
+    policy = SLAPolicy.objects.first() or services.policy_create(
+        name="Bench", target=Decimal("99.9"), tiers=[(Decimal("99.9"), Decimal(3))]
+    )
+    product = Product.objects.order_by("id").first()
+    assert product is not None
+    notices = []
+    for c in range(300):
+        customer = services.customer_create(
+            name=f"Customer {c}", billing_emails=["b@example.org"], policy=policy
+        )
+        services.customer_entitle(customer=customer, product=product)
+        month = (now - timedelta(days=31 * (c % 12))).strftime("%Y-%m")
+        notices.append(
+            CreditNotice(
+                customer=customer,
+                policy=policy,
+                period=month,
+                period_start=now,
+                period_end=now,
+                period_minutes=Decimal(43200),
+                downtime_minutes=Decimal(60),
+                uptime_percent=Decimal("99.86"),
+                credit=Decimal(3),
+                unit="days",
+                claim_deadline=now.date(),
+                state="sent" if c % 2 else "computed",
+                sent_at=now if c % 2 else None,
+                computed_at=now,
+            )
+        )
+    CreditNotice.objects.bulk_create(notices)
+
+
+def measure(user: Any, path: str, repeat: int) -> tuple[float, int, int]:
+    """Median seconds, queries and bytes of one render."""
+    from django.db import connection
+    from django.test import RequestFactory
+    from django.test.utils import CaptureQueriesContext
+
+    from insights import views
+    from public_site import views as public_views
+
+    rf = RequestFactory()
+    times = []
+    queries = size = 0
+    for _ in range(repeat):
+        request = rf.get(path)
+        request.user = user
+        with CaptureQueriesContext(connection) as ctx:
+            started = time.perf_counter()
+            if path == "/":
+                response = public_views.status_index.__wrapped__(request)  # type: ignore[attr-defined]
+            elif path.startswith("/products/"):
+                view: Any = public_views.product_uptime.__wrapped__  # type: ignore[attr-defined]  # skip the page cache
+                response = view(request, slug=path.split("/")[2])
+            else:
+                response = views.insights(request)
+            times.append(time.perf_counter() - started)
+        assert response.status_code == 200, (path, response.status_code)
+        queries, size = len(ctx.captured_queries), len(response.content)
+    return statistics.median(times), queries, size
+
+
+PATHS = (
+    ("all products, by month", "/manage/insights/"),
+    ("one product, by quarter", "/manage/insights/?scope=product:product-3&by=quarter"),
+    ("public uptime report", "/products/product-3/uptime/"),
+    # The reference, in the same run: the status page's own uncached render.
+    ("reference: status page /", "/"),
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--database-url", default=DEFAULT_URL)
+    parser.add_argument("--sizes", default="1000,100000")
+    args = parser.parse_args()
+    if not args.database_url.startswith("postgres"):
+        parser.error("this benchmark is for PostgreSQL")
+    ensure_database(args.database_url)
+    setup_django(args.database_url)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    now = datetime.now(tz=UTC)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    for layout, span in (("spread", timedelta(days=3650)), ("dense", timedelta(days=330))):
+        user = reset()
+        add_notices(now)
+        have = 0
+        for size in sizes:
+            started = time.perf_counter()
+            add_incidents(size - have, now=now, span=span, offset=have)
+            have = size
+            print(
+                f"{layout}: {size:,} incidents inserted in {time.perf_counter() - started:.1f} s", flush=True
+            )
+            for label, path in PATHS:
+                t, q, b = measure(user, path, args.repeat)
+                rows.append((layout, size, label, t, q, b))
+                print(f"  {label:26} {t * 1000:8.1f} ms {q:3d} queries {b / 1024:7.0f} KiB", flush=True)
+
+    print()
+    print(f"{'layout':8}{'incidents':>10}  {'page':26}{'ms':>9}{'queries':>9}{'KiB':>7}{'x smallest':>12}")
+    for r in rows:
+        base = next(x for x in rows if x[0] == r[0] and x[2] == r[2])
+        print(
+            f"{r[0]:8}{r[1]:>10,}  {r[2]:26}{r[3] * 1000:>9.1f}{r[4]:>9}{r[5] / 1024:>7.0f}{r[3] / base[3]:>12.2f}"
+        )
+    for label, _ in PATHS:
+        counts = sorted({r[4] for r in rows if r[2] == label})
+        print(
+            f"queries for {label!r} at every size: {counts} ({'constant' if len(counts) == 1 else 'GROWS'})"
+        )
+    for r in rows:
+        if r[2].startswith("all products"):
+            ref = next(x for x in rows if x[0] == r[0] and x[1] == r[1] and x[2].startswith("reference"))
+            print(f"{r[0]} {r[1]:,}: insights page / status page render = {r[3] / ref[3]:.2f}")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} (2 cores)")
+    worst = max(r[3] for r in rows if r[2].startswith(("all", "one")))
+    print(f"slowest insights render: {worst * 1000:.0f} ms ({'under' if worst < 1 else 'OVER'} one second)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,431 @@
+"""Reliability metrics: pure arithmetic on incident facts. No ORM, no settings.
+
+Everything the insights pages and the uptime report show is computed here from the same
+impact spans (`incidents.uptime.Span`) that the status page's bars and grid use, with the
+same `incidents.uptime` functions, so a figure cannot disagree with the public page.
+
+Definitions (the README's "Reliability insights" section repeats them for staff):
+
+- Periods are calendar months or quarters in the display time zone, [start, end).
+  An incident belongs to the period in which its impact started.
+- Time to detect: impact start to detection. No detection time recorded: no value (the
+  incident is listed, but it is not in the distribution).
+- Time to first public update: detection (or, without one, declaration: the time the
+  incident was filed) to the first update of a public incident. A staff-only incident has
+  no public update, so no value. An update shown before that moment counts as zero.
+- Time to resolve: impact start to resolution. Open incidents have no value yet.
+- Update cadence: the mean interval between consecutive public updates (first to last,
+  divided by the number of intervals); one update alone has no cadence.
+- Maintenance is counted apart and never enters these distributions or the downtime.
+- Distributions give the median and the 90th percentile by nearest rank: the value of
+  the incident at rank ceil(p x n / 100) in ascending order. Nearest rank always names a
+  real incident (the one "behind" the figure), and needs no interpolation or rounding.
+- Total downtime is the unweighted time at levels whose display weight is above zero
+  (a minute once, at its worst level); weighted downtime and uptime are exactly
+  `incidents.uptime.uptime`. Several products together: downtime adds up and so do the
+  product-minutes, i.e. each product weighs the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, tzinfo
+from decimal import ROUND_DOWN, Decimal
+from functools import cached_property
+
+from incidents import intervals, uptime
+
+MONTH = "month"
+QUARTER = "quarter"
+GRANULARITIES = (MONTH, QUARTER)
+NO_IMPACT = "none"  # an incident with no impact window in scope
+
+_HUNDRED = Decimal(100)
+NO_VALUE = "\N{EN DASH}"  # a table cell with no value
+
+
+# --- Periods ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Period:
+    """One calendar month or quarter in the display zone, as an absolute [start, end)."""
+
+    first_day: date
+    months: int  # 1 or 3
+    start: datetime
+    end: datetime
+
+    @property
+    def label(self) -> str:
+        if self.months == 3:
+            return f"{self.first_day.year} Q{(self.first_day.month - 1) // 3 + 1}"
+        return f"{self.first_day:%Y-%m}"
+
+    @property
+    def short_label(self) -> str:
+        if self.months == 3:
+            return f"Q{(self.first_day.month - 1) // 3 + 1}"
+        return f"{self.first_day:%b}"
+
+    def contains_month(self, month: date) -> bool:
+        return self.first_day <= month < add_months(self.first_day, self.months)
+
+
+def axis_labels(periods_: Sequence[Period]) -> tuple[list[str], list[str]]:
+    """Short labels for a chart axis, and the year under the first period and each January."""
+    labels = [p.short_label for p in periods_]
+    years = [
+        str(p.first_day.year) if i == 0 or p.first_day.month == 1 else "" for i, p in enumerate(periods_)
+    ]
+    return labels, years
+
+
+def add_months(month: date, n: int) -> date:
+    index = month.year * 12 + (month.month - 1) + n
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def period_start(day: date, granularity: str) -> date:
+    if granularity == QUARTER:
+        return date(day.year, (day.month - 1) // 3 * 3 + 1, 1)
+    return day.replace(day=1)
+
+
+def periods(*, last: date, count: int, granularity: str, tz: tzinfo) -> tuple[Period, ...]:
+    """`count` consecutive periods ending with the one containing `last`, oldest first."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"unknown granularity {granularity!r}")
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    step = 3 if granularity == QUARTER else 1
+    final = period_start(last, granularity)
+    firsts = [add_months(final, -step * (count - 1 - i)) for i in range(count + 1)]
+    bounds = [uptime.local_midnight(d, tz) for d in firsts]
+    return tuple(
+        Period(first_day=firsts[i], months=step, start=bounds[i], end=bounds[i + 1]) for i in range(count)
+    )
+
+
+def period_of(moment: datetime, periods_: Sequence[Period]) -> Period | None:
+    for p in periods_:
+        if p.start <= moment < p.end:
+            return p
+    return None
+
+
+# --- Distributions --------------------------------------------------------------------------------
+
+
+def nearest_rank_index(n: int, percent: int) -> int:
+    """0-based index of the nearest-rank percentile of n ascending values."""
+    if n < 1:
+        raise ValueError("no values")
+    rank = -(-percent * n // 100)  # ceil without floats
+    return min(max(rank, 1), n) - 1
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Durations with the incident behind each, ascending."""
+
+    values: tuple[tuple[timedelta, int], ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.values)
+
+    def _at(self, percent: int) -> tuple[timedelta, int] | None:
+        if not self.values:
+            return None
+        return self.values[nearest_rank_index(len(self.values), percent)]
+
+    @property
+    def median(self) -> timedelta | None:
+        hit = self._at(50)
+        return hit[0] if hit else None
+
+    @property
+    def p90(self) -> timedelta | None:
+        hit = self._at(90)
+        return hit[0] if hit else None
+
+    @property
+    def median_incident_id(self) -> int | None:
+        hit = self._at(50)
+        return hit[1] if hit else None
+
+    @property
+    def p90_incident_id(self) -> int | None:
+        hit = self._at(90)
+        return hit[1] if hit else None
+
+    @property
+    def max(self) -> timedelta | None:
+        return self.values[-1][0] if self.values else None
+
+
+def distribution(pairs: Iterable[tuple[timedelta | None, int]]) -> Distribution:
+    """Ascending by value, then by incident id (so ties are stable); None is left out."""
+    return Distribution(values=tuple(sorted((v, i) for v, i in pairs if v is not None)))
+
+
+# --- One incident ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IncidentFacts:
+    """What the maths needs to know about one incident, read once from the database."""
+
+    incident_id: int
+    public_id: str
+    title: str
+    is_maintenance: bool
+    is_public: bool
+    started_at: datetime
+    declared_at: datetime
+    detected_at: datetime | None = None
+    resolved_at: datetime | None = None
+    first_update_at: datetime | None = None
+    last_update_at: datetime | None = None
+    update_count: int = 0
+    spans: tuple[uptime.Span, ...] = ()  # its impact windows in scope
+
+
+@dataclass(frozen=True)
+class IncidentRow:
+    facts: IncidentFacts
+    level: str  # worst level among its spans in scope, NO_IMPACT without any
+    time_to_detect: timedelta | None
+    time_to_first_update: timedelta | None
+    time_to_resolve: timedelta | None
+    update_cadence: timedelta | None
+    now: datetime
+    weights: uptime.Weights
+
+    @property
+    def ongoing(self) -> bool:
+        return self.facts.resolved_at is None
+
+    # Computed when shown (the page lists 50 incidents; the counts and distributions above
+    # need none of the interval maths), once per row.
+    @cached_property
+    def duration(self) -> timedelta:
+        """The union of its windows: what its public page shows."""
+        spans = self.facts.spans
+        if len(spans) == 1:
+            iv = spans[0].interval(now=self.now)
+            return iv.duration if iv is not None else timedelta(0)
+        return intervals.total(iv for s in spans if (iv := s.interval(now=self.now)) is not None)
+
+    @cached_property
+    def weighted_downtime_minutes(self) -> Decimal:
+        spans = self.facts.spans
+        if not spans or self.facts.is_maintenance:
+            return Decimal(0)
+        if len(spans) == 1:
+            # One window: one level, nothing to merge (the same figure downtime_minutes gives).
+            iv = spans[0].interval(now=self.now)
+            if iv is None:
+                return Decimal(0)
+            return uptime.minutes(iv.duration) * self.weights.for_level(spans[0].level)
+        start = min(s.start for s in spans)
+        return uptime.downtime_minutes(spans, start=start, end=self.now, now=self.now, weights=self.weights)
+
+
+def _non_negative(delta: timedelta) -> timedelta:
+    return max(delta, timedelta(0))
+
+
+def incident_row(facts: IncidentFacts, *, now: datetime, weights: uptime.Weights) -> IncidentRow:
+    response = not facts.is_maintenance
+    detect = None
+    if response and facts.detected_at is not None:
+        detect = _non_negative(facts.detected_at - facts.started_at)
+    first_update = None
+    if response and facts.is_public and facts.first_update_at is not None:
+        reference = facts.detected_at or facts.declared_at
+        first_update = _non_negative(facts.first_update_at - reference)
+    resolve = None
+    if response and facts.resolved_at is not None:
+        resolve = _non_negative(facts.resolved_at - facts.started_at)
+    cadence = None
+    if (
+        response
+        and facts.is_public
+        and facts.update_count > 1
+        and facts.first_update_at is not None
+        and facts.last_update_at is not None
+    ):
+        cadence = _non_negative(facts.last_update_at - facts.first_update_at) / (facts.update_count - 1)
+        cadence = timedelta(seconds=round(cadence.total_seconds()))
+    return IncidentRow(
+        facts=facts,
+        level=uptime.worst(s.level for s in facts.spans) if facts.spans else NO_IMPACT,
+        time_to_detect=detect,
+        time_to_first_update=first_update,
+        time_to_resolve=resolve,
+        update_cadence=cadence,
+        now=now,
+        weights=weights,
+    )
+
+
+# --- Downtime and uptime over several products -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Downtime:
+    total: timedelta  # unweighted, at levels with a weight above zero
+    weighted_minutes: Decimal
+    uptime: uptime.Uptime
+
+
+def product_downtime(
+    spans: Sequence[uptime.Span], *, start: datetime, end: datetime, now: datetime, weights: uptime.Weights
+) -> Downtime:
+    """One product over [start, end): the status page's own uptime, plus the unweighted total."""
+    horizon = min(end, now)
+    per_level = uptime.exclusive_levels(spans, start=start, end=horizon, now=now) if horizon > start else {}
+    result = uptime.uptime_of_levels(per_level, start=start, end=horizon, weights=weights)
+    total = sum(
+        (intervals.total(ivs) for level, ivs in per_level.items() if weights.for_level(level) > 0),
+        timedelta(0),
+    )
+    return Downtime(total=total, weighted_minutes=result.downtime_minutes, uptime=result)
+
+
+def spans_by_period(
+    spans: Iterable[uptime.Span], periods_: Sequence[Period]
+) -> dict[Period, list[uptime.Span]]:
+    """The spans overlapping each period, so that each period's maths sees only its own
+    (the result is the same: `incidents.uptime` clips to the period anyway)."""
+    out: dict[Period, list[uptime.Span]] = {p: [] for p in periods_}
+    for span in spans:
+        for p in periods_:
+            if span.start < p.end and (span.end is None or span.end > p.start):
+                out[p].append(span)
+    return out
+
+
+def combined(downtimes: Sequence[Downtime], *, places: int = 2) -> Downtime:
+    """Several products as one figure: downtime and product-minutes add up."""
+    period = sum((d.uptime.period_minutes for d in downtimes), Decimal(0))
+    down = sum((d.weighted_minutes for d in downtimes), Decimal(0))
+    total = sum((d.total for d in downtimes), timedelta(0))
+    quantum = Decimal(1).scaleb(-places)
+    if period == 0:
+        percent = _HUNDRED.quantize(quantum)
+    else:
+        # Rounded down like `incidents.uptime.uptime`, so one product gives its figure exactly.
+        percent = ((period - down) / period * _HUNDRED).quantize(quantum, rounding=ROUND_DOWN)
+    return Downtime(
+        total=total,
+        weighted_minutes=down,
+        uptime=uptime.Uptime(percent=percent, downtime_minutes=down, period_minutes=period),
+    )
+
+
+# --- A period's summary ---------------------------------------------------------------------------
+
+LEVEL_ORDER = (
+    uptime.MAJOR_OUTAGE,
+    uptime.PARTIAL_OUTAGE,
+    uptime.DEGRADED_PERFORMANCE,
+    NO_IMPACT,
+)
+
+
+@dataclass(frozen=True)
+class Response:
+    detect: Distribution
+    first_update: Distribution
+    resolve: Distribution
+    cadence: Distribution
+
+    def items(self) -> tuple[tuple[str, str, Distribution], ...]:
+        return (
+            ("detect", "Time to detect", self.detect),
+            ("first_update", "Time to first public update", self.first_update),
+            ("resolve", "Time to resolve", self.resolve),
+            ("cadence", "Update cadence", self.cadence),
+        )
+
+
+def response_times(rows: Iterable[IncidentRow]) -> Response:
+    rows = [r for r in rows if not r.facts.is_maintenance]
+    return Response(
+        detect=distribution((r.time_to_detect, r.facts.incident_id) for r in rows),
+        first_update=distribution((r.time_to_first_update, r.facts.incident_id) for r in rows),
+        resolve=distribution((r.time_to_resolve, r.facts.incident_id) for r in rows),
+        cadence=distribution((r.update_cadence, r.facts.incident_id) for r in rows),
+    )
+
+
+@dataclass(frozen=True)
+class PeriodSummary:
+    period: Period
+    incidents: int
+    maintenance: int
+    by_level: tuple[tuple[str, int], ...]  # LEVEL_ORDER
+    downtime: Downtime
+    response: Response
+    open_incidents: int = 0
+
+    def level_count(self, level: str) -> int:
+        return dict(self.by_level).get(level, 0)
+
+
+def period_summary(
+    period: Period, *, rows: Sequence[IncidentRow], downtime: Downtime, now: datetime
+) -> PeriodSummary:
+    """`rows`: the incidents (and maintenance) that started in `period`."""
+    incidents = [r for r in rows if not r.facts.is_maintenance]
+    counts = dict.fromkeys(LEVEL_ORDER, 0)
+    for r in incidents:
+        counts[r.level if r.level in counts else NO_IMPACT] += 1
+    return PeriodSummary(
+        period=period,
+        incidents=len(incidents),
+        maintenance=len(rows) - len(incidents),
+        by_level=tuple(counts.items()),
+        downtime=downtime,
+        response=response_times(incidents),
+        open_incidents=sum(1 for r in incidents if r.ongoing),
+    )
+
+
+# --- Action items and credits, per period ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActionItemCounts:
+    period: Period
+    opened: int
+    closed: int
+    overdue: int  # open at the end of the period (or now) and past their due date
+
+
+@dataclass(frozen=True)
+class CreditTotals:
+    period: Period
+    issued: int = 0  # notices sent
+    pending: int = 0  # computed, approved, queued or failed: not sent yet
+    days: Decimal = Decimal(0)  # days of service, sent notices
+    percent_notices: int = 0  # sent percent-of-bill notices
+    amounts: tuple[tuple[str, Decimal], ...] = field(default=())  # (currency, money), sent
+
+    def amount_text(self) -> str:
+        return ", ".join(f"{amount:,.2f} {currency}" for currency, amount in self.amounts) or "0"
+
+
+def format_hours(delta: timedelta | None) -> str:
+    """A duration for tables: '18 h 11 min', or a dash for no value."""
+    if delta is None:
+        return NO_VALUE
+    return intervals.format_duration(delta)
+
+
+def minutes_text(value: Decimal) -> str:
+    return f"{value.quantize(Decimal('0.1')):,}"

@@ -1,0 +1,662 @@
+"""Turn insights and uptime reports into what the pages draw: charts, the data table beside
+each chart, and the CSV download of that same table.
+
+One table definition feeds both the HTML table and its CSV, so the download is exactly
+the figures on screen (in machine units: minutes and ISO times instead of "18 h 11 min").
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import ROUND_DOWN, Decimal
+
+from incidents import uptime
+from insights import charts, metrics
+from insights.metrics import NO_VALUE
+from insights.selectors import InsightsPage, UptimeReport
+
+LEVEL_LABELS = {
+    uptime.MAJOR_OUTAGE: "Major outage",
+    uptime.PARTIAL_OUTAGE: "Partial outage",
+    uptime.DEGRADED_PERFORMANCE: "Degraded performance",
+    metrics.NO_IMPACT: "No product impact",
+}
+LEVEL_CSS = {
+    uptime.MAJOR_OUTAGE: "s-major",
+    uptime.PARTIAL_OUTAGE: "s-partial",
+    uptime.DEGRADED_PERFORMANCE: "s-degraded",
+    metrics.NO_IMPACT: "s-none",
+}
+
+CHARTS = ("levels", "downtime", "response", "incidents", "action-items", "credits")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # also the CSV's file name
+    caption: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    csv_headers: tuple[str, ...]
+    csv_rows: tuple[tuple[str, ...], ...]
+    # Optional links of the first cell of each row (incident pages).
+    links: tuple[str | None, ...] = ()
+
+    @property
+    def is_narrow(self) -> bool:
+        """Few columns: the table fits beside its chart on a wide screen."""
+        return len(self.headers) <= 4
+
+    @property
+    def stacks(self) -> bool:
+        """Many columns or long text: one card per row on a phone instead of a grid."""
+        return len(self.headers) > 6
+
+    @property
+    def html_rows(self) -> list[list[tuple[str, str, str | None]]]:
+        """Each cell as (header, text, link): the template labels cells for the stacked view."""
+        out = []
+        for i, row in enumerate(self.rows):
+            link = self.links[i] if i < len(self.links) else None
+            out.append(
+                [
+                    (h, v, link if j == 0 else None)
+                    for j, (h, v) in enumerate(zip(self.headers, row, strict=True))
+                ]
+            )
+        return out
+
+
+def minutes_of(delta: timedelta | None) -> str:
+    if delta is None:
+        return ""
+    return str(uptime.minutes(delta).quantize(Decimal("0.01")))
+
+
+def duration_text(delta: timedelta | None) -> str:
+    return metrics.format_hours(delta)
+
+
+def weighted_text(value: Decimal) -> str:
+    return f"{value.quantize(Decimal('0.1'))}\N{NO-BREAK SPACE}min"
+
+
+def _iso(value: object) -> str:
+    return value.isoformat() if hasattr(value, "isoformat") else ""
+
+
+# Cells a spreadsheet would run as a formula (incident titles are user text).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(table: Table) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(table.csv_headers)
+    for row in table.csv_rows:
+        writer.writerow(
+            [f"'{cell}" if cell.startswith(_FORMULA_START) and not _is_number(cell) else cell for cell in row]
+        )
+    return buffer.getvalue()
+
+
+def _is_number(text: str) -> bool:
+    try:
+        Decimal(text)
+    except ArithmeticError:
+        return False
+    return True
+
+
+# --- The staff insights page ----------------------------------------------------------------------
+
+
+def levels_table(page: InsightsPage) -> Table:
+    headers = ("Period", "Major", "Partial", "Degraded", "No impact", "Maint.")
+    rows = tuple(
+        (s.period.label, *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER), str(s.maintenance))
+        for s in page.summaries
+    )
+    return Table(
+        name="levels",
+        caption="Incidents by worst impact level, per period (by the start of impact)",
+        headers=headers,
+        rows=rows,
+        csv_headers=("period", "period_start", *metrics.LEVEL_ORDER, "incidents", "maintenance"),
+        csv_rows=tuple(
+            (
+                s.period.label,
+                _iso(s.period.start),
+                *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER),
+                str(s.incidents),
+                str(s.maintenance),
+            )
+            for s in page.summaries
+        ),
+    )
+
+
+def levels_chart(page: InsightsPage) -> charts.BarChart:
+    total = sum(s.incidents for s in page.summaries)
+    return charts.bar_chart(
+        id="chart-levels",
+        title=f"Incidents by level, {page.scope.label}",
+        description=(
+            f"Stacked bars: {total} incidents over {len(page.periods)} periods, "
+            "each by the worst impact level of its windows. The table below has the counts."
+        ),
+        categories=metrics.axis_labels([s.period for s in page.summaries])[0],
+        sub_labels=metrics.axis_labels([s.period for s in page.summaries])[1],
+        series=[
+            charts.Series(
+                name=LEVEL_LABELS[lv],
+                css=LEVEL_CSS[lv],
+                values=tuple(s.level_count(lv) for s in page.summaries),
+            )
+            for lv in metrics.LEVEL_ORDER
+        ],
+        integers=True,
+        stacked=True,
+        y_label="incidents",
+    )
+
+
+def downtime_table(page: InsightsPage) -> Table:
+    return Table(
+        name="downtime",
+        caption=(
+            "Downtime and uptime per period (display weights; each product counts the same). "
+            f"Whole range: {page.total.uptime.percent} % uptime."
+        ),
+        headers=("Period", "Total", "Weighted", "Uptime"),
+        rows=tuple(
+            (
+                s.period.label,
+                duration_text(s.downtime.total),
+                weighted_text(s.downtime.weighted_minutes),
+                f"{s.downtime.uptime.percent}\N{NO-BREAK SPACE}%",
+            )
+            for s in page.summaries
+        ),
+        csv_headers=(
+            "period",
+            "period_start",
+            "total_downtime_minutes",
+            "weighted_downtime_minutes",
+            "product_minutes",
+            "uptime_percent",
+        ),
+        csv_rows=tuple(
+            (
+                s.period.label,
+                _iso(s.period.start),
+                minutes_of(s.downtime.total),
+                str(s.downtime.weighted_minutes.quantize(Decimal("0.01"))),
+                str(s.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
+                str(s.downtime.uptime.percent),
+            )
+            for s in page.summaries
+        ),
+    )
+
+
+def _hours(minutes: Decimal) -> Decimal:
+    return (minutes / 60).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
+
+
+def downtime_chart(page: InsightsPage) -> charts.BarChart:
+    return charts.bar_chart(
+        id="chart-downtime",
+        title=f"Downtime per period, {page.scope.label}",
+        description=(
+            "Paired bars per period, in hours: total downtime (unweighted) and weighted downtime "
+            "(major outage in full, partial outage at its weight). The table below has the figures "
+            "and the uptime."
+        ),
+        categories=metrics.axis_labels([s.period for s in page.summaries])[0],
+        sub_labels=metrics.axis_labels([s.period for s in page.summaries])[1],
+        series=[
+            charts.Series(
+                name="Total",
+                css="s-total",
+                values=tuple(_hours(uptime.minutes(s.downtime.total)) for s in page.summaries),
+            ),
+            charts.Series(
+                name="Weighted",
+                css="s-weighted",
+                values=tuple(_hours(s.downtime.weighted_minutes) for s in page.summaries),
+            ),
+        ],
+        y_label="hours",
+        value_text=lambda v: f"{charts.number_text(float(v))} h",
+    )
+
+
+def response_table(page: InsightsPage) -> Table:
+    rows = []
+    csv_rows = []
+    for key, label, dist in page.response.items():
+        median = page.incident(dist.median_incident_id)
+        p90 = page.incident(dist.p90_incident_id)
+        rows.append(
+            (
+                label,
+                str(dist.count),
+                duration_text(dist.median),
+                duration_text(dist.p90),
+                duration_text(dist.max),
+                median.facts.title if median else NO_VALUE,
+                p90.facts.title if p90 else NO_VALUE,
+            )
+        )
+        csv_rows.append(
+            (
+                key,
+                str(dist.count),
+                minutes_of(dist.median),
+                minutes_of(dist.p90),
+                minutes_of(dist.max),
+                median.facts.public_id if median else "",
+                p90.facts.public_id if p90 else "",
+            )
+        )
+    for summary in page.summaries:
+        for key, _label, dist in summary.response.items():
+            csv_rows.append(
+                (
+                    f"{key}@{summary.period.label}",
+                    str(dist.count),
+                    minutes_of(dist.median),
+                    minutes_of(dist.p90),
+                    minutes_of(dist.max),
+                    "",
+                    "",
+                )
+            )
+    return Table(
+        name="response",
+        caption="Response times over the range: median and 90th percentile (nearest rank)",
+        headers=("Measure", "Incidents", "Median", "p90", "Longest", "Median incident", "p90 incident"),
+        rows=tuple(rows),
+        csv_headers=(
+            "measure",
+            "incidents",
+            "median_minutes",
+            "p90_minutes",
+            "max_minutes",
+            "median_incident",
+            "p90_incident",
+        ),
+        csv_rows=tuple(csv_rows),
+    )
+
+
+# Dots per row at most: beyond this the SVG grows without showing more (dots overlap).
+STRIP_POINTS = 120
+
+
+def by_rank(
+    values: Sequence[tuple[timedelta, int]], limit: int = STRIP_POINTS
+) -> list[tuple[timedelta, int]]:
+    """At most `limit` values, evenly spaced by rank (first and last kept): the shape of
+    the distribution, and its extremes, survive."""
+    n = len(values)
+    if n <= limit:
+        return list(values)
+    return [values[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
+
+
+def response_chart(page: InsightsPage) -> charts.StripChart:
+    titles = {r.facts.incident_id: r.facts.title for r in page.rows}
+    rows = [
+        charts.StripInput(
+            label=f"{label} (n = {dist.count}"
+            + (f", {STRIP_POINTS} drawn by rank)" if dist.count > STRIP_POINTS else ")"),
+            points=tuple((value, titles.get(incident_id, "")) for value, incident_id in by_rank(dist.values)),
+            median=dist.median,
+            p90=dist.p90,
+        )
+        for _key, label, dist in page.response.items()
+    ]
+    return charts.strip_chart(
+        id="chart-response",
+        title=f"Response time distributions, {page.scope.label}",
+        description=(
+            "One dot per incident on a logarithmic time axis from one minute up, one row per "
+            "measure, with the median and the 90th percentile marked. The table below has the "
+            "figures and the incidents behind them."
+        ),
+        rows=rows,
+        value_text=duration_text,
+    )
+
+
+def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
+    listed = page.rows if limit is None else page.listed
+    rows = tuple(
+        (
+            r.facts.title,
+            f"{r.facts.started_at:%Y-%m-%d %H:%M} UTC",
+            LEVEL_LABELS.get(r.level, r.level) if not r.facts.is_maintenance else "Maintenance",
+            duration_text(r.duration) + (" (ongoing)" if r.ongoing and not r.facts.is_maintenance else ""),
+            weighted_text(r.weighted_downtime_minutes),
+            duration_text(r.time_to_detect),
+            duration_text(r.time_to_first_update),
+            duration_text(r.time_to_resolve) if not r.ongoing else "open",
+            duration_text(r.update_cadence),
+        )
+        for r in listed
+    )
+    return Table(
+        name="incidents",
+        caption=(
+            f"The incidents behind the figures, newest first ({len(page.incidents)} in the range"
+            + (
+                f"; the first {len(listed)} listed, all in the CSV)"
+                if limit is not None and len(page.incidents) > len(listed)
+                else ")"
+            )
+        ),
+        headers=(
+            "Incident",
+            "Impact start",
+            "Level",
+            "Duration",
+            "Weighted downtime",
+            "To detect",
+            "To first update",
+            "To resolve",
+            "Cadence",
+        ),
+        rows=rows,
+        links=tuple(f"/incidents/{r.facts.public_id}/" for r in listed),
+        csv_headers=(
+            "incident",
+            "title",
+            "kind",
+            "public",
+            "started_at",
+            "detected_at",
+            "resolved_at",
+            "level",
+            "duration_minutes",
+            "weighted_downtime_minutes",
+            "time_to_detect_minutes",
+            "time_to_first_update_minutes",
+            "time_to_resolve_minutes",
+            "update_cadence_minutes",
+            "updates",
+        ),
+        # The HTML lists the first rows only; the CSV (no limit) has every incident.
+        csv_rows=()
+        if limit is not None
+        else tuple(
+            (
+                r.facts.public_id,
+                r.facts.title,
+                "maintenance" if r.facts.is_maintenance else "incident",
+                "yes" if r.facts.is_public else "no",
+                _iso(r.facts.started_at),
+                _iso(r.facts.detected_at),
+                _iso(r.facts.resolved_at),
+                r.level,
+                minutes_of(r.duration),
+                str(r.weighted_downtime_minutes.quantize(Decimal("0.01"))),
+                minutes_of(r.time_to_detect),
+                minutes_of(r.time_to_first_update),
+                minutes_of(r.time_to_resolve),
+                minutes_of(r.update_cadence),
+                str(r.facts.update_count),
+            )
+            for r in page.rows
+        ),
+    )
+
+
+def action_items_table(page: InsightsPage) -> Table:
+    return Table(
+        name="action-items",
+        caption="Action items opened and closed in each period, and overdue at its end",
+        headers=("Period", "Opened", "Closed", "Overdue at end"),
+        rows=tuple((a.period.label, str(a.opened), str(a.closed), str(a.overdue)) for a in page.action_items),
+        csv_headers=("period", "period_start", "opened", "closed", "overdue_at_end"),
+        csv_rows=tuple(
+            (a.period.label, _iso(a.period.start), str(a.opened), str(a.closed), str(a.overdue))
+            for a in page.action_items
+        ),
+    )
+
+
+def action_items_chart(page: InsightsPage) -> charts.BarChart:
+    items = page.action_items
+    return charts.bar_chart(
+        id="chart-action-items",
+        title=f"Action items over time, {page.scope.label}",
+        description=(
+            "Three bars per period: action items opened, closed, and overdue at the end of the "
+            "period. The table below has the counts."
+        ),
+        categories=metrics.axis_labels([a.period for a in items])[0],
+        sub_labels=metrics.axis_labels([a.period for a in items])[1],
+        series=[
+            charts.Series(name="Opened", css="s-opened", values=tuple(a.opened for a in items)),
+            charts.Series(name="Closed", css="s-closed", values=tuple(a.closed for a in items)),
+            charts.Series(name="Overdue", css="s-overdue", values=tuple(a.overdue for a in items)),
+        ],
+        integers=True,
+        y_label="items",
+    )
+
+
+def credits_table(page: InsightsPage) -> Table:
+    return Table(
+        name="credits",
+        caption="SLA credit notices per period: sent (issued) and not yet sent",
+        headers=("Period", "Issued", "Days", "% of bill", "Amount", "Not sent"),
+        rows=tuple(
+            (
+                c.period.label,
+                str(c.issued),
+                str(c.days.normalize()),
+                str(c.percent_notices),
+                c.amount_text(),
+                str(c.pending),
+            )
+            for c in page.credits
+        ),
+        csv_headers=(
+            "period",
+            "issued_notices",
+            "days_of_service",
+            "percent_of_bill_notices",
+            "amounts",
+            "pending_notices",
+        ),
+        csv_rows=tuple(
+            (
+                c.period.label,
+                str(c.issued),
+                str(c.days),
+                str(c.percent_notices),
+                ";".join(f"{cur} {amount}" for cur, amount in c.amounts),
+                str(c.pending),
+            )
+            for c in page.credits
+        ),
+    )
+
+
+def credits_chart(page: InsightsPage) -> charts.BarChart:
+    items = page.credits
+    return charts.bar_chart(
+        id="chart-credits",
+        title=f"SLA credit notices per period, {page.scope.label}",
+        description=(
+            "Stacked bars per period: notices sent (issued) and notices computed but not yet sent. "
+            "The table below has the days of service and the amounts."
+        ),
+        categories=metrics.axis_labels([c.period for c in items])[0],
+        sub_labels=metrics.axis_labels([c.period for c in items])[1],
+        series=[
+            charts.Series(name="Issued", css="s-issued", values=tuple(c.issued for c in items)),
+            charts.Series(name="Not yet sent", css="s-pending", values=tuple(c.pending for c in items)),
+        ],
+        integers=True,
+        stacked=True,
+        y_label="notices",
+    )
+
+
+@dataclass(frozen=True)
+class Panel:
+    name: str
+    title: str
+    chart: charts.BarChart | charts.StripChart | None
+    table: Table
+    kind: str  # "bar", "strip" or "table"
+
+
+def insights_panels(page: InsightsPage) -> tuple[Panel, ...]:
+    return (
+        Panel("levels", "Incidents by level", levels_chart(page), levels_table(page), "bar"),
+        Panel("downtime", "Downtime and uptime", downtime_chart(page), downtime_table(page), "bar"),
+        Panel(
+            "response",
+            "Detection, updates and resolution",
+            response_chart(page),
+            response_table(page),
+            "strip",
+        ),
+        Panel("incidents", "The incidents behind them", None, incidents_table(page, limit=50), "table"),
+        Panel("action-items", "Action items", action_items_chart(page), action_items_table(page), "bar"),
+        Panel("credits", "SLA credits", credits_chart(page), credits_table(page), "bar"),
+    )
+
+
+def insights_table(page: InsightsPage, name: str) -> Table:
+    builders = {
+        "levels": levels_table,
+        "downtime": downtime_table,
+        "response": response_table,
+        "incidents": incidents_table,
+        "action-items": action_items_table,
+        "credits": credits_table,
+    }
+    return builders[name](page)
+
+
+# --- The public uptime report ---------------------------------------------------------------------
+
+
+def uptime_table(report: UptimeReport) -> Table:
+    months = report.newest_first
+    return Table(
+        name="uptime",
+        caption=f"{report.product.name}: monthly uptime, newest first (this month up to now)",
+        headers=("Month", "Uptime", "Weighted", "Total", "Incidents"),
+        rows=tuple(
+            (
+                m.period.label,
+                f"{m.downtime.uptime.percent}\N{NO-BREAK SPACE}%",
+                weighted_text(m.downtime.weighted_minutes),
+                duration_text(m.downtime.total),
+                str(m.incidents),
+            )
+            for m in months
+        ),
+        csv_headers=(
+            "month",
+            "period_start",
+            "period_end",
+            "measured_minutes",
+            "weighted_downtime_minutes",
+            "total_downtime_minutes",
+            "uptime_percent",
+            "incidents",
+            "complete",
+        ),
+        csv_rows=tuple(
+            (
+                m.period.label,
+                _iso(m.period.start),
+                _iso(m.period.end),
+                str(m.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
+                str(m.downtime.weighted_minutes.quantize(Decimal("0.01"))),
+                minutes_of(m.downtime.total),
+                str(m.downtime.uptime.percent),
+                str(m.incidents),
+                "no" if m.is_partial else "yes",
+            )
+            for m in months
+        ),
+    )
+
+
+def uptime_floor(percents: Sequence[Decimal]) -> float:
+    """Where the uptime axis starts: 99 % unless a month fell below it (then the whole
+    percent below, or a multiple of 5 under 95 %), so every bar stays readable."""
+    lowest = min(percents, default=Decimal(100))
+    if lowest >= 99:
+        return 99.0
+    floor = int(lowest)
+    if lowest < 95:
+        floor -= floor % 5
+    return float(floor)
+
+
+def uptime_chart(report: UptimeReport) -> charts.BarChart:
+    percents = [m.downtime.uptime.percent for m in report.months]
+    floor = uptime_floor(percents)
+    return charts.bar_chart(
+        id="chart-uptime",
+        title=f"{report.product.name}: monthly uptime, last {len(report.months)} months",
+        description=(
+            f"One bar per month, oldest first; the axis runs from {charts.number_text(floor)} % to 100 %. "
+            "The table below has each month's uptime and downtime."
+        ),
+        categories=metrics.axis_labels([m.period for m in report.months])[0],
+        sub_labels=metrics.axis_labels([m.period for m in report.months])[1],
+        series=[charts.Series(name="Uptime", css="s-uptime", values=tuple(percents))],
+        y_min=floor,
+        y_max=100.0,
+        y_label="%",
+        value_text=lambda v: charts.number_text(float(v)),
+    )
+
+
+def uptime_json(report: UptimeReport) -> dict[str, object]:
+    return {
+        "product": {"id": report.product.public_id, "slug": report.product.slug, "name": report.product.name},
+        "time_zone": report.time_zone,
+        "weights": {
+            "major_outage": str(report.weights.major),
+            "partial_outage": str(report.weights.partial),
+            "degraded_performance": str(report.weights.degraded),
+            "under_maintenance": "0",
+        },
+        "rule": report.rule,
+        "last_90_days": {
+            "days": report.days,
+            "uptime_percent": str(report.last_days.uptime.percent),
+            "weighted_downtime_minutes": str(report.last_days.weighted_minutes.quantize(Decimal("0.01"))),
+            "total_downtime_minutes": minutes_of(report.last_days.total),
+        },
+        "months": [
+            {
+                "month": m.period.label,
+                "start": _iso(m.period.start),
+                "end": _iso(m.period.end),
+                "complete": not m.is_partial,
+                "measured_minutes": str(m.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
+                "weighted_downtime_minutes": str(m.downtime.weighted_minutes.quantize(Decimal("0.01"))),
+                "total_downtime_minutes": minutes_of(m.downtime.total),
+                "uptime_percent": str(m.downtime.uptime.percent),
+                "incidents": m.incidents,
+            }
+            for m in report.newest_first
+        ],
+    }
