@@ -54,7 +54,11 @@ class Pagination(PageNumberPagination):
             "properties": {
                 "count": {"type": "integer", "description": "Results on all pages.", "example": 123},
                 "next": {**link, "description": "The next page, or null on the last.", "example": None},
-                "previous": {**link, "description": "The previous page, or null on the first.", "example": None},
+                "previous": {
+                    **link,
+                    "description": "The previous page, or null on the first.",
+                    "example": None,
+                },
                 "results": schema,
             },
         }
