@@ -11,6 +11,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
@@ -31,10 +32,12 @@ class ApiKeyForm(forms.Form):
 @staff_member_required
 @require_http_methods(["GET", "POST"])
 def api_keys(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    assert isinstance(user, User)  # staff_member_required let only a signed-in staff user in
     form = ApiKeyForm()
     created = None
     if request.method == "POST" and request.POST.get("action") == "revoke":
-        key = get_object_or_404(ApiKey, pk=request.POST.get("key", ""), user=request.user)
+        key = get_object_or_404(ApiKey, pk=request.POST.get("key", ""), user=user)
         services.api_key_revoke(key=key)
         messages.success(request, f"Key “{key.name}” revoked.")
         return redirect("api-keys")
@@ -42,8 +45,8 @@ def api_keys(request: HttpRequest) -> HttpResponse:
         form = ApiKeyForm(request.POST)
         if form.is_valid():
             created = services.api_key_create(
-                user=request.user, name=form.cleaned_data["name"], scope=form.cleaned_data["scope"]
+                user=user, name=form.cleaned_data["name"], scope=form.cleaned_data["scope"]
             )
             form = ApiKeyForm()
-    keys = ApiKey.objects.filter(user=request.user)
+    keys = ApiKey.objects.filter(user=user)
     return render(request, "api/keys.html", {"form": form, "created": created, "keys": keys})

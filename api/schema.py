@@ -302,8 +302,50 @@ def webhooks() -> dict[str, Any]:
     return result
 
 
+# Descriptions of operations whose views say only a summary; kept here, written for the
+# consumer, so the resource modules stay about behaviour.
+OPERATION_DESCRIPTIONS: dict[str, str] = {
+    "action_items_list": "Follow-up work from incidents, filtered by incident and status (staff key).",
+    "action_items_create": "File follow-up work against an incident; answers 201 with `Location` (write key).",
+    "action_items_retrieve": "One action item by its integer id (staff key).",
+    "credit_notices_list": "Notices, newest month first; filter by `period` (`YYYY-MM`) and `state` (staff key).",
+    "credit_notices_retrieve": "One notice with its computed credit and delivery state (staff key).",
+    "credit_notices_cancel_create": "Cancel a notice that has not been sent; a sent one stays (write key).",
+    "credit_notices_compute_create": (
+        "Compute (or recompute) the month's notices for review; nothing is sent until approved (write key)."
+    ),
+    "customers_list": "Customers with their entitlements, by name (staff key).",
+    "customers_create": "Create a customer with entitlements; answers 201 with `Location` (write key).",
+    "customers_retrieve": "One customer by its integer id (staff key).",
+    "customers_partial_update": "Change a customer; entitlements sent are added (write key).",
+    "incidents_retrieve": (
+        "One incident by id, as the caller may see it (public windows only for anonymous callers). "
+        "Carries an `ETag` for conditional GETs and for `If-Match` on writes."
+    ),
+    "incidents_updates_retrieve": "One timeline update of the incident (the `Location` of a posted update).",
+    "incidents_windows_retrieve": "One impact window of the incident (the `Location` of an added window).",
+    "locations_list": "Regions and zones, by name; a zone names its region in `parent`.",
+    "locations_retrieve": "One location by its name (e.g. `us-central1`).",
+    "maintenance_list": "Scheduled maintenance, soonest last by default; the same filters as incidents.",
+    "maintenance_retrieve": "One maintenance by id, with its window of time and affected products.",
+    "maintenance_updates_retrieve": "One timeline update of the maintenance.",
+    "maintenance_windows_retrieve": "One impact window of the maintenance.",
+    "sla_policies_list": "SLA policies with their targets, level weights and credit tiers (staff key).",
+    "sla_policies_create": "Create a policy with its tiers; answers 201 with `Location` (write key).",
+    "sla_policies_retrieve": "One SLA policy by its integer id (staff key).",
+    "subscribers_list": "Email and webhook subscribers, filtered by kind, confirmation and product (staff key).",
+    "subscribers_retrieve": "One subscriber by its integer id; webhook secrets are never shown (staff key).",
+}
+
+
 def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     result["info"]["description"] = DESCRIPTION
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict) and not operation.get("description"):
+                described = OPERATION_DESCRIPTIONS.get(operation.get("operationId", ""))
+                if described:
+                    operation["description"] = described
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             # Operations that take no credentials at all (the v2 and Google feeds).

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -32,7 +32,7 @@ class NewKey:
     raw: str  # shown to its owner once, never stored
 
 
-def api_key_create(*, user: AbstractBaseUser, name: str, scope: str) -> NewKey:
+def api_key_create(*, user: User, name: str, scope: str) -> NewKey:
     if not getattr(user, "is_staff", False):
         raise ValidationError("Only staff users hold API keys.")
     if scope not in ApiKey.Scope.values:
@@ -68,7 +68,7 @@ def idempotency_ttl() -> timedelta:
 
 @transaction.atomic
 def idempotency_claim(
-    *, user: AbstractBaseUser, key: str, fingerprint: str, now: datetime | None = None
+    *, user: User, key: str, fingerprint: str, now: datetime | None = None
 ) -> tuple[IdempotencyRecord, bool]:
     """The record for this key, and whether this request is the first (claimed it)."""
     now = now or timezone.now()

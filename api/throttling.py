@@ -68,10 +68,12 @@ class _FailOpenRateThrottle(SimpleRateThrottle):
             return True
         if getattr(self, "key", None) is not None and self.rate is not None and hasattr(self, "history"):
             # Kept for the RateLimit-* headers (see rate_limit_headers).
-            remaining = max(0, self.num_requests - len(self.history))
+            limit, duration = self.parse_rate(self.rate)
+            assert limit is not None and duration is not None
+            remaining = max(0, limit - len(self.history))
             oldest = self.history[-1] if self.history else self.now
-            reset = max(1, int(self.duration - (self.now - oldest) + 0.999))
-            request._request.rate_limit = (self.num_requests, remaining, reset)  # type: ignore[attr-defined]
+            reset = max(1, int(duration - (self.now - oldest) + 0.999))
+            request._request.rate_limit = (limit, remaining, reset)  # type: ignore[attr-defined]
         return allowed
 
     def wait(self) -> float | None:

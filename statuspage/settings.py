@@ -290,17 +290,32 @@ SPECTACULAR_SETTINGS.update(
         "LICENSE": {"name": "MIT", "identifier": "MIT"},
         "CONTACT": {"name": "Status page operators", "url": SITE_URL},
         "TAGS": [
-            {"name": "status", "description": "The page's overall indicator and every public product's status."},
+            {
+                "name": "status",
+                "description": "The page's overall indicator and every public product's status.",
+            },
             {"name": "products", "description": "What we run (Statuspage calls them components)."},
             {"name": "locations", "description": "Regions and zones an impact can be limited to."},
             {"name": "incidents", "description": "Incidents with their impact windows, timeline and report."},
-            {"name": "maintenance", "description": "Scheduled maintenance, with the same shape as incidents."},
+            {
+                "name": "maintenance",
+                "description": "Scheduled maintenance, with the same shape as incidents.",
+            },
             {"name": "action-items", "description": "Follow-up work from incidents (staff)."},
-            {"name": "customers", "description": "Customers and their entitlements, for SLA credits (staff)."},
+            {
+                "name": "customers",
+                "description": "Customers and their entitlements, for SLA credits (staff).",
+            },
             {"name": "sla-policies", "description": "SLA targets and credit tiers (staff)."},
-            {"name": "credit-notices", "description": "Monthly SLA credit notices: compute, approve, cancel (staff)."},
+            {
+                "name": "credit-notices",
+                "description": "Monthly SLA credit notices: compute, approve, cancel (staff).",
+            },
             {"name": "subscribers", "description": "Email and webhook subscribers (staff, read only)."},
-            {"name": "statuspage-v2", "description": "The Statuspage v2 public API shape, for existing widgets."},
+            {
+                "name": "statuspage-v2",
+                "description": "The Statuspage v2 public API shape, for existing widgets.",
+            },
             {"name": "google-feed", "description": "The Google status dashboard JSON shape."},
         ],
         "POSTPROCESSING_HOOKS": [

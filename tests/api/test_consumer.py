@@ -19,7 +19,7 @@ from outbox.delivery import webhook_event
 from outbox.models import OutboundMessage
 from subscriptions.models import Subscriber
 from tests.api.conftest import World
-from tests.api.test_v1 import assert_error, post
+from tests.api.test_v1 import assert_error
 
 pytestmark = pytest.mark.django_db
 
@@ -308,6 +308,7 @@ def test_the_admin_sends_a_test_event_through_the_outbox(alice: User, db: None) 
         )
     assert response.status_code == 302
     message = OutboundMessage.objects.get()
+    assert isinstance(message.payload, dict)
     assert message.url == hook.url and message.payload["meta"]["event"] == "test"
     assert webhook_event(message) == "test"
 
