@@ -15,10 +15,12 @@ correct the request and retry with the same key. Records expire after
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 from rest_framework import status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -75,10 +77,12 @@ def run(request: Request, handler: Callable[..., Response], *args: Any, **kwargs
         services.idempotency_release(record=record)
         raise
     if 200 <= response.status_code < 300:
+        # Stored as the JSON the client received (Decimals, dates and lazy strings
+        # already rendered), so the replay is byte-for-byte the same body.
         services.idempotency_store(
             record=record,
             status_code=response.status_code,
-            body=response.data,
+            body=json.loads(JSONRenderer().render(response.data)) if response.data is not None else None,
             location=response.headers.get("Location", ""),
         )
     else:

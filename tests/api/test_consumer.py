@@ -3,6 +3,7 @@ edits, idempotency, conditional writes, consistent identifiers and headers, webh
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from typing import Any
@@ -346,3 +347,38 @@ def test_the_schema_declares_anonymous_reads_and_public_feeds(anon: Client) -> N
     assert "412" in paths["/api/v1/incidents/{public_id}/"]["patch"]["responses"]
     notice = schema["components"]["schemas"]["Notice"]["properties"]["message_state"]
     assert "null" in json.dumps(notice)
+
+
+def test_a_key_still_in_flight_is_a_409(alice: User, world: World) -> None:
+    api = bearer(key_for(alice))
+    now = timezone.now()
+    IdempotencyRecord.objects.create(
+        user=alice, key="busy", fingerprint="other", created_at=now, expires_at=now + timedelta(hours=1)
+    )
+    assert_error(
+        send(api, "post", "/api/v1/incidents/", {"title": "x"}, **{"Idempotency-Key": "busy"}),
+        422,
+        "idempotency_key_reused",
+    )
+    # The same method, path and body as the claim: the first attempt is still running.
+    record = IdempotencyRecord.objects.get()
+    body = json.dumps({"title": "x"}).encode()
+    digest = hashlib.sha256(b"POST" + b"\0/api/v1/incidents/\0" + body).hexdigest()
+    IdempotencyRecord.objects.filter(pk=record.pk).update(fingerprint=digest)
+    assert_error(
+        send(api, "post", "/api/v1/incidents/", {"title": "x"}, **{"Idempotency-Key": "busy"}),
+        409,
+        "idempotency_in_progress",
+    )
+    assert not Incident.objects.filter(title="x").exists()
+
+
+def test_a_read_key_reads_staff_resources_but_cannot_write_them(alice: User, world: World) -> None:
+    api = bearer(key_for(alice, "read"))
+    assert api.get("/api/v1/action-items/").status_code == 200
+    payload = {"incident": world.outage.public_id, "title": "Add headroom"}
+    assert_error(send(api, "post", "/api/v1/action-items/", payload), 403, "permission_denied")
+    created = send(bearer(key_for(alice)), "post", "/api/v1/action-items/", payload)
+    assert (
+        created.status_code == 201 and created["Location"] == f"/api/v1/action-items/{created.json()['id']}/"
+    )
