@@ -1,9 +1,17 @@
-"""Authentication for the API that keeps anonymous public reads cookie-free.
+"""Authentication for the API: API keys as `Bearer` or `Token`, and the staff session.
 
-DRF's SessionAuthentication reads `request.user`, which loads the session; Django then
-adds `Vary: Cookie` to the response even for a visitor with no cookie at all, and shared
-caches stop sharing. This subclass looks at the session only when a session cookie was
-sent.
+An `Authorization` header is never ignored. A key sent as `Authorization: Bearer <key>`
+or `Authorization: Token <key>` authenticates; any other scheme, a malformed header or
+an unknown or revoked key is a 401 that says which schemes we take. (Before, a Bearer
+header was silently anonymous on reads: a caller saw public data and thought it was all.)
+
+Keys are the named, scoped, hashed `api.models.ApiKey`. The older DRF tokens
+(`rest_framework.authtoken`) still authenticate, as write keys, so existing integrations
+keep working while their owners move to named keys.
+
+The session is looked at only when a session cookie was sent: DRF's SessionAuthentication
+reads `request.user`, which loads the session, and Django then adds `Vary: Cookie` even
+for a visitor with no cookie, which stops shared caches from sharing.
 """
 
 from __future__ import annotations
@@ -12,8 +20,51 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.authentication import SessionScheme
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
+
+from api import services
+from api.models import ApiKey
+
+SCHEMES = ("Bearer", "Token")
+SCHEME_HINT = "send `Authorization: Bearer <key>` (or `Token <key>`)"
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Any, Any] | None:
+        header = request._request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, credentials = header.strip().partition(" ")
+        if scheme.lower() not in {s.lower() for s in SCHEMES}:
+            raise exceptions.AuthenticationFailed(
+                f"Unsupported authorization scheme {scheme[:20]!r}: {SCHEME_HINT}."
+            )
+        credentials = credentials.strip()
+        if not credentials or " " in credentials:
+            raise exceptions.AuthenticationFailed(f"Malformed Authorization header: {SCHEME_HINT}.")
+        return self._by_key(credentials)
+
+    def _by_key(self, raw: str) -> tuple[Any, Any]:
+        key = ApiKey.objects.select_related("user").filter(key_hash=services.hash_key(raw)).first()
+        if key is not None:
+            if not key.is_active:
+                raise exceptions.AuthenticationFailed("This API key has been revoked.")
+            if not key.user.is_active:
+                raise exceptions.AuthenticationFailed("The user of this API key is inactive.")
+            services.api_key_touch(key=key)
+            return key.user, key
+        token = Token.objects.select_related("user").filter(key=raw).first()
+        if token is not None and token.user.is_active:
+            return token.user, token
+        raise exceptions.AuthenticationFailed("Invalid API key.")
+
+    def authenticate_header(self, request: Request) -> str:
+        # Present on every 401, so a client learns the scheme from the challenge.
+        return 'Bearer realm="api"'
 
 
 class SessionCookieAuthentication(SessionAuthentication):
@@ -23,8 +74,38 @@ class SessionCookieAuthentication(SessionAuthentication):
         return super().authenticate(request)
 
 
-# Token first: its WWW-Authenticate header is what turns "no credentials" into a 401.
-API_AUTHENTICATION = [TokenAuthentication, SessionCookieAuthentication]
+# Keys first: their WWW-Authenticate header is what turns "no credentials" into a 401.
+API_AUTHENTICATION = [ApiKeyAuthentication, SessionCookieAuthentication]
+
+
+def key_can_write(auth: Any) -> bool:
+    """Whether the credential behind a request may write (sessions and old tokens may)."""
+    return not isinstance(auth, ApiKey) or auth.can_write
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    """Both spellings of the one API key, so generated clients can use either."""
+
+    target_class = "api.authentication.ApiKeyAuthentication"
+    name = ["bearerAuth", "tokenAuth"]
+
+    def get_security_definition(self, auto_schema: Any) -> list[dict[str, Any]]:
+        how = (
+            "A staff API key. Create one at `/api/keys/` (signed in as staff); it is shown once. "
+            "Read keys see staff data; write keys may also write."
+        )
+        return [
+            {"type": "http", "scheme": "bearer", "description": f"{how} `Authorization: Bearer <key>`."},
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Authorization",
+                "description": f"{how} The same key as `Authorization: Token <key>`.",
+            },
+        ]
+
+    def get_security_requirement(self, auto_schema: Any) -> list[dict[str, list[str]]]:
+        return [{"bearerAuth": []}, {"tokenAuth": []}]
 
 
 class SessionCookieScheme(SessionScheme):

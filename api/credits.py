@@ -11,7 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -20,6 +21,7 @@ from rest_framework.routers import BaseRouter
 
 from api.base import APIMixin, acting_user, errors
 from api.permissions import StaffOnly
+from api.serializers import StrictSerializer
 from credits import services, sla
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Location, Product
@@ -30,13 +32,13 @@ STAFF_ERRORS = errors(400, 401, 403, 404, 429)
 # --- Serializers (shape only; rules live in the services) ------------------------------------------
 
 
-class TierSerializer(serializers.ModelSerializer):
+class TierSerializer(StrictSerializer, serializers.ModelSerializer):
     class Meta:
         model = CreditTier
         fields = ["below", "credit"]
 
 
-class SLAPolicySerializer(serializers.ModelSerializer):
+class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
     tiers = TierSerializer(many=True)
 
     class Meta:
@@ -61,7 +63,7 @@ class SLAPolicySerializer(serializers.ModelSerializer):
         read_only_fields = ["id"]
 
 
-class EntitlementSerializer(serializers.Serializer):
+class EntitlementSerializer(StrictSerializer):
     product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
     location = serializers.SlugRelatedField(
         slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
@@ -71,7 +73,7 @@ class EntitlementSerializer(serializers.Serializer):
     )
 
 
-class CustomerSerializer(serializers.ModelSerializer):
+class CustomerSerializer(StrictSerializer, serializers.ModelSerializer):
     billing_emails = serializers.ListField(child=serializers.CharField(max_length=254), max_length=50)
     entitlements = EntitlementSerializer(many=True, required=False)
 
@@ -94,7 +96,9 @@ class CustomerSerializer(serializers.ModelSerializer):
 class NoticeSerializer(serializers.ModelSerializer):
     customer_name = serializers.CharField(source="customer.name", read_only=True)
     incidents = serializers.SlugRelatedField(slug_field="public_id", many=True, read_only=True)  # type: ignore[var-annotated]
-    message_state = serializers.CharField(source="message.state", read_only=True, default=None)
+    message_state = serializers.CharField(
+        source="message.state", read_only=True, default=None, allow_null=True
+    )
     attempts = serializers.IntegerField(read_only=True)
 
     class Meta:
@@ -126,7 +130,7 @@ class NoticeSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PeriodSerializer(serializers.Serializer):
+class PeriodSerializer(StrictSerializer):
     period = serializers.CharField(max_length=7)
 
     def validate_period(self, value: str) -> str:
@@ -136,7 +140,7 @@ class PeriodSerializer(serializers.Serializer):
             raise serializers.ValidationError(str(exc)) from None
 
 
-class ApproveSerializer(serializers.Serializer):
+class ApproveSerializer(StrictSerializer):
     period = serializers.CharField(max_length=7, required=False)
     # Bounded to the id column (bigint): a larger number is a 400, not a database error.
     ids = serializers.ListField(
@@ -171,8 +175,15 @@ class SendResultSerializer(serializers.Serializer):
 
 
 class NoticeFilterSerializer(serializers.Serializer):
-    period = serializers.CharField(required=False, max_length=7)
+    period = serializers.CharField(required=False, max_length=7, help_text="A month, `YYYY-MM`.")
     state = serializers.ChoiceField(choices=NoticeState.choices, required=False)
+
+    def validate_period(self, value: str) -> str:
+        # `period=bogus` is a 400, not an empty page that looks like "no notices".
+        try:
+            return str(sla.Period.parse(value))
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
 
 # --- Views ------------------------------------------------------------------------------------------
@@ -218,7 +229,9 @@ class CustomerViewSet(
         for ent in entitlements:
             services.customer_entitle(customer=customer, **ent)
         return Response(
-            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data, status=status.HTTP_201_CREATED
+            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": reverse("customer-detail", args=[customer.pk])},
         )
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -270,16 +283,17 @@ class SLAPolicyViewSet(
             if f"weight_{level}" in data
         }
         policy = services.policy_create(tiers=tiers, weights=weights, **data)
-        return Response(self.get_serializer(policy).data, status=status.HTTP_201_CREATED)
+        return Response(
+            self.get_serializer(policy).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": reverse("sla-policy-detail", args=[policy.pk])},
+        )
 
 
 @extend_schema_view(
     list=extend_schema(
         summary="List credit notices (staff)",
-        parameters=[
-            OpenApiParameter("period", str, description="YYYY-MM"),
-            OpenApiParameter("state", str, enum=NoticeState.values),
-        ],
+        parameters=[NoticeFilterSerializer],
         responses={200: NoticeSerializer(many=True), **STAFF_ERRORS},
     ),
     retrieve=extend_schema(
@@ -291,6 +305,7 @@ class CreditNoticeViewSet(
 ):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer
+    query_serializers = {"list": NoticeFilterSerializer}
 
     def get_queryset(self) -> QuerySet[CreditNotice]:
         return (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Exists, F, OrderBy, OuterRef, QuerySet
+from django.db.models import Exists, F, OrderBy, OuterRef, Q, QuerySet
 from rest_framework import serializers
 from rest_framework.pagination import PageNumberPagination
 
@@ -19,10 +19,72 @@ MAINTENANCE_ORDERINGS = [*INCIDENT_ORDERINGS, "scheduled_for", "-scheduled_for"]
 ACTION_ITEM_ORDERINGS = ["due_date", "-due_date", "priority", "-priority", "created_at", "-created_at"]
 
 
+MAX_PAGE_SIZE = 200
+DEFAULT_PAGE_SIZE = 50
+PAGINATION_PARAMS = frozenset({"page", "page_size"})
+
+
 class Pagination(PageNumberPagination):
-    page_size = 50
+    """Counted pages. A `page_size` that is not 1..200 is a 400, not silently clamped."""
+
+    page_size = DEFAULT_PAGE_SIZE
     page_size_query_param = "page_size"
-    max_page_size = 200
+    max_page_size = MAX_PAGE_SIZE
+
+    def get_page_size(self, request: Any) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise serializers.ValidationError(
+                {"page_size": [f"A whole number from 1 to {self.max_page_size}."]}
+            )
+        return size
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        # OpenAPI 3.1 spelling of nullable (the schema is 3.1; `nullable` is 3.0 only).
+        link = {"type": ["string", "null"], "format": "uri"}
+        return {
+            "type": "object",
+            "required": ["count", "results"],
+            "properties": {
+                "count": {"type": "integer", "description": "Results on all pages.", "example": 123},
+                "next": {**link, "description": "The next page, or null on the last.", "example": None},
+                "previous": {
+                    **link,
+                    "description": "The previous page, or null on the first.",
+                    "example": None,
+                },
+                "results": schema,
+            },
+        }
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": "page",
+                "required": False,
+                "in": "query",
+                "description": "Page number, from 1.",
+                "schema": {"type": "integer", "minimum": 1},
+            },
+            {
+                "name": "page_size",
+                "required": False,
+                "in": "query",
+                "description": f"Results per page (default {DEFAULT_PAGE_SIZE}, at most {MAX_PAGE_SIZE}).",
+                "schema": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_PAGE_SIZE,
+                    "default": DEFAULT_PAGE_SIZE,
+                },
+            },
+        ]
 
 
 def order_by(queryset: QuerySet[Any], ordering: str) -> QuerySet[Any]:
@@ -35,7 +97,9 @@ def order_by(queryset: QuerySet[Any], ordering: str) -> QuerySet[Any]:
 
 class _IncidentFilterBase(serializers.Serializer):
     product = serializers.CharField(
-        required=False, max_length=100, help_text="Only incidents with impact on this product (slug)."
+        required=False,
+        max_length=100,
+        help_text="Only incidents with impact on this product (its slug or its id).",
     )
     impact = serializers.MultipleChoiceField(
         choices=Incident.Impact.choices, required=False, help_text="Repeat to match any of several."
@@ -84,7 +148,10 @@ def filter_incidents(
     queryset: QuerySet[Incident], params: dict[str, Any], *, staff: bool
 ) -> QuerySet[Incident]:
     if params.get("product"):
-        windows = ImpactWindow.objects.filter(incident=OuterRef("pk"), product__slug=params["product"])
+        product = params["product"]
+        windows = ImpactWindow.objects.filter(
+            Q(product__slug=product) | Q(product__public_id=product), incident=OuterRef("pk")
+        )
         if not staff:
             # Filtering on a staff-only product must not reveal which incidents touch it.
             windows = windows.filter(product__is_public=True)

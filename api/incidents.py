@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, QuerySet, prefetch_related_objects
+from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
 from django.http import Http404
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -19,6 +21,7 @@ from rest_framework.views import APIView
 from api import serializers as s
 from api.base import (
     DETAIL_WRITE_ERRORS,
+    EDIT_ERRORS,
     READ_ERRORS,
     STAFF_READ_ERRORS,
     WRITE_ERRORS,
@@ -77,7 +80,12 @@ class OverallStatusView(APIMixin, APIView):
         responses={200: s.ProductSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="Get a product", responses={200: s.ProductSerializer, **errors(404, *READ_ERRORS)}
+        summary="Get a product",
+        description="By slug (`gmail`) or by id; both name the same product.",
+        parameters=[
+            OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The product's slug or id.")
+        ],
+        responses={200: s.ProductSerializer, **errors(404, *READ_ERRORS)},
     ),
 )
 class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -96,6 +104,13 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "statuses": selectors.product_statuses()}
 
+    def get_object(self) -> Product:
+        # Addressed by slug (as in windows and filters) or by id (as in the status list).
+        value = self.kwargs[self.lookup_field]
+        product = get_object_or_404(self.get_queryset(), Q(slug=value) | Q(public_id=value))
+        self.check_object_permissions(self.request, product)
+        return product
+
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(ProductViewSet, self).list(request, *args, **kwargs))
 
@@ -109,7 +124,9 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
         responses={200: s.LocationSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="Get a location", responses={200: s.LocationSerializer, **errors(404, *READ_ERRORS)}
+        summary="Get a location",
+        parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="The location's name.")],
+        responses={200: s.LocationSerializer, **errors(404, *READ_ERRORS)},
     ),
 )
 class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -141,6 +158,16 @@ def _window_specs(windows: list[dict[str, Any]]) -> list[services.WindowSpec]:
 
 
 ID_PARAMETER = OpenApiParameter("public_id", str, OpenApiParameter.PATH, description="Incident id.")
+WINDOW_PARAMETER = OpenApiParameter(
+    "window_id", int, OpenApiParameter.PATH, description="Impact window id (from the incident's `windows`)."
+)
+UPDATE_PARAMETER = OpenApiParameter(
+    "update_id", int, OpenApiParameter.PATH, description="Timeline update id (from the incident's `updates`)."
+)
+IF_MATCH_NOTE = (
+    " Send the incident's `ETag` (from a GET) as `If-Match` to refuse the write with 412 "
+    "if someone changed the incident since."
+)
 
 
 class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -150,6 +177,8 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
     serializer_class = s.IncidentSerializer
     lookup_field = "public_id"
     lookup_value_regex = "[^/]+"
+    # No PUT on the incident itself (edits are partial: PATCH); the report action is a PUT.
+    http_method_names = ["get", "post", "put", "patch", "delete", "head", "options"]
 
     def _prefetch(self) -> list[Prefetch]:
         windows = ImpactWindow.objects.select_related("product", "location").order_by("started_at", "id")
@@ -219,12 +248,18 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
             notify=data["notify"],
             **kind_fields,
         )
-        return self._answer(incident, status.HTTP_201_CREATED)
+        response = self._answer(incident, status.HTTP_201_CREATED)
+        response["Location"] = self._detail_url(incident)
+        return response
+
+    def _detail_url(self, incident: Incident, suffix: str = "") -> str:
+        basename = "maintenance" if incident.is_maintenance else "incident"
+        return reverse(f"{basename}-detail", args=[incident.public_id]) + suffix
 
     def post_update(self, request: Request) -> Response:
         incident = self.get_object()
         data = self._input(s.UpdateCreateSerializer)
-        services.incident_post_update(
+        update = services.incident_post_update(
             incident=incident,
             status=data["status"],
             body=data["body"],
@@ -232,7 +267,68 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
             display_at=data["display_at"],
             notify=data["notify"],
         )
-        return self._answer(incident, status.HTTP_201_CREATED)
+        # The update itself, so its id is at hand even when it is backdated.
+        return Response(
+            s.UpdateSerializer(update).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": self._detail_url(incident, f"updates/{update.pk}/")},
+        )
+
+    def update_detail(self, request: Request, update_id: str) -> Response:
+        incident = self.get_object()
+        update = get_object_or_404(IncidentUpdate, pk=update_id, incident=incident)
+        return Response(s.UpdateSerializer(update).data)
+
+    # --- Edits ----------------------------------------------------------------------------
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        incident = self.get_object()
+        changes = self._input(s.IncidentEditSerializer)
+        services.incident_edit(incident=incident, changes=changes)
+        return self._answer(incident)
+
+    def _window(self, incident: Incident, window_id: str) -> ImpactWindow:
+        queryset = ImpactWindow.objects.select_related("product", "location", "incident")
+        if not is_staff(self.request):
+            queryset = queryset.filter(product__is_public=True)
+        return get_object_or_404(queryset, pk=window_id, incident=incident)
+
+    def add_window(self, request: Request) -> Response:
+        incident = self.get_object()
+        data = self._input(s.WindowInputSerializer)
+        window = services.impact_window_add(incident=incident, **data)
+        return Response(
+            s.WindowSerializer(window).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": self._detail_url(incident, f"windows/{window.pk}/")},
+        )
+
+    def window_detail(self, request: Request, window_id: str) -> Response:
+        incident = self.get_object()
+        window = self._window(incident, window_id)
+        if request.method == "DELETE":
+            services.impact_window_delete(window=window)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        if request.method == "PATCH":
+            changes = self._input(s.WindowEditSerializer)
+            current = {
+                "product": window.product,
+                "location": window.location,
+                "level": window.level,
+                "started_at": window.started_at,
+                "ended_at": window.ended_at,
+                "description": window.description,
+            }
+            window = services.impact_window_edit(window=window, **{**current, **changes})
+            window = self._window(incident, str(window.pk))
+        return Response(s.WindowSerializer(window).data)
+
+    def end_window(self, request: Request, window_id: str) -> Response:
+        incident = self.get_object()
+        window = self._window(incident, window_id)
+        data = self._input(s.WindowEndSerializer)
+        window = services.impact_window_close(window=window, ended_at=data["ended_at"])
+        return Response(s.WindowSerializer(self._window(incident, str(window.pk))).data)
 
     def resolve_incident(self, request: Request) -> Response:
         incident = self.get_object()
@@ -247,6 +343,82 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         return self._answer(incident)
 
 
+class _EditableIncidentViewSet(_IncidentViewSetBase):
+    """Edits, timeline reads and windows, shared by incidents and maintenance."""
+
+    @extend_schema(
+        summary="Edit an incident",
+        description=(
+            "Change the title, summary, impact or visibility (`is_public`); send only what "
+            "changes. Status moves through timeline updates, not here (staff, write key)." + IF_MATCH_NOTE
+        ),
+        parameters=[ID_PARAMETER],
+        request=s.IncidentEditSerializer,
+        responses={200: s.IncidentSerializer, **errors(*EDIT_ERRORS)},
+    )
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().partial_update(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Get a timeline update",
+        parameters=[ID_PARAMETER, UPDATE_PARAMETER],
+        responses={200: s.UpdateSerializer, **errors(404, *READ_ERRORS)},
+    )
+    @action(detail=True, methods=["get"], url_path=r"updates/(?P<update_id>[0-9]+)")
+    def timeline_update(self, request: Request, public_id: str, update_id: str) -> Response:
+        return self.update_detail(request, update_id)
+
+    @extend_schema(
+        summary="Add an impact window",
+        description="One product (and optionally location) at one level from a start; open if no end (staff).",
+        parameters=[ID_PARAMETER],
+        request=s.WindowInputSerializer,
+        responses={201: s.WindowSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+    )
+    @action(detail=True, methods=["post"], url_path="windows")
+    def windows(self, request: Request, public_id: str) -> Response:
+        return self.add_window(request)
+
+    @extend_schema(
+        methods=["GET"],
+        summary="Get an impact window",
+        parameters=[ID_PARAMETER, WINDOW_PARAMETER],
+        responses={200: s.WindowSerializer, **errors(404, *READ_ERRORS)},
+    )
+    @extend_schema(
+        methods=["PATCH"],
+        summary="Change an impact window",
+        description="Correct its product, location, level, times or description; send only what changes (staff)."
+        + IF_MATCH_NOTE,
+        parameters=[ID_PARAMETER, WINDOW_PARAMETER],
+        request=s.WindowEditSerializer,
+        responses={200: s.WindowSerializer, **errors(*EDIT_ERRORS)},
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        summary="Remove an impact window",
+        description="For a window filed by mistake; to say the impact is over, end it instead (staff)."
+        + IF_MATCH_NOTE,
+        parameters=[ID_PARAMETER, WINDOW_PARAMETER],
+        request=None,
+        responses={204: None, **errors(*EDIT_ERRORS)},
+    )
+    @action(detail=True, methods=["get", "patch", "delete"], url_path=r"windows/(?P<window_id>[0-9]+)")
+    def window(self, request: Request, public_id: str, window_id: str) -> Response:
+        return self.window_detail(request, window_id)
+
+    @extend_schema(
+        summary="End an impact window",
+        description="The product is back to normal from `ended_at` (default now), short of resolving (staff).",
+        parameters=[ID_PARAMETER, WINDOW_PARAMETER],
+        request=s.WindowEndSerializer,
+        responses={200: s.WindowSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+    )
+    @action(detail=True, methods=["post"], url_path=r"windows/(?P<window_id>[0-9]+)/end")
+    def end(self, request: Request, public_id: str, window_id: str) -> Response:
+        return self.end_window(request, window_id)
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List incidents",
@@ -258,9 +430,10 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         responses={200: s.IncidentSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
     ),
 )
-class IncidentViewSet(_IncidentViewSetBase):
+class IncidentViewSet(_EditableIncidentViewSet):
     kind = Incident.Kind.INCIDENT
     filter_serializer = IncidentFilterSerializer
+    query_serializers = {"list": IncidentFilterSerializer}
 
     @extend_schema(
         summary="Get an incident",
@@ -293,7 +466,7 @@ class IncidentViewSet(_IncidentViewSetBase):
         description="Its status becomes the incident's; `resolved` resolves it (staff).",
         parameters=[ID_PARAMETER],
         request=s.UpdateCreateSerializer,
-        responses={201: s.IncidentSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+        responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"], url_path="updates")
     def updates(self, request: Request, public_id: str) -> Response:
@@ -348,9 +521,10 @@ class IncidentViewSet(_IncidentViewSetBase):
         responses={200: s.IncidentSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
     ),
 )
-class MaintenanceViewSet(_IncidentViewSetBase):
+class MaintenanceViewSet(_EditableIncidentViewSet):
     kind = Incident.Kind.MAINTENANCE
     filter_serializer = MaintenanceFilterSerializer
+    query_serializers = {"list": MaintenanceFilterSerializer}
 
     @extend_schema(
         summary="Get a maintenance",
@@ -380,7 +554,7 @@ class MaintenanceViewSet(_IncidentViewSetBase):
         description="`in_progress`, `verifying`, or `completed` (which ends it; staff).",
         parameters=[ID_PARAMETER],
         request=s.UpdateCreateSerializer,
-        responses={201: s.IncidentSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+        responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"], url_path="updates")
     def updates(self, request: Request, public_id: str) -> Response:
@@ -426,6 +600,7 @@ class ActionItemViewSet(
 ):
     permission_classes = [StaffOnly]
     serializer_class = s.ActionItemSerializer
+    query_serializers = {"list": ActionItemFilterSerializer}
     queryset = ActionItem.objects.select_related("incident", "owner")
     lookup_value_regex = "[^/]+"
 
@@ -444,4 +619,8 @@ class ActionItemViewSet(
         serializer = s.ActionItemCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = services.action_item_create(**serializer.validated_data)
-        return Response(self.get_serializer(item).data, status=status.HTTP_201_CREATED)
+        return Response(
+            self.get_serializer(item).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": reverse("action-item-detail", args=[item.pk])},
+        )

@@ -271,7 +271,19 @@ class OverallStatusSerializer(serializers.Serializer):
 # --- Writes --------------------------------------------------------------------------------
 
 
-class WindowInputSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer):
+    """Input that refuses fields it does not know, naming them (`"components"` is a typo
+    of `"windows"`, not something to drop silently). Mix in before ModelSerializer too."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class WindowInputSerializer(StrictSerializer):
     product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
     location = serializers.SlugRelatedField(
         slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
@@ -290,7 +302,7 @@ class WindowInputSerializer(serializers.Serializer):
         return attrs
 
 
-class IncidentCreateSerializer(serializers.Serializer):
+class IncidentCreateSerializer(StrictSerializer):
     title = serializers.CharField(max_length=200)
     summary = serializers.CharField(required=False, allow_blank=True, default="")
     body = serializers.CharField(
@@ -314,7 +326,7 @@ class IncidentCreateSerializer(serializers.Serializer):
     windows = WindowInputSerializer(many=True, required=False, default=list)
 
 
-class MaintenanceCreateSerializer(serializers.Serializer):
+class MaintenanceCreateSerializer(StrictSerializer):
     title = serializers.CharField(max_length=200)
     summary = serializers.CharField(required=False, allow_blank=True, default="")
     body = serializers.CharField(required=False, allow_blank=True, default="")
@@ -328,7 +340,7 @@ class MaintenanceCreateSerializer(serializers.Serializer):
     windows = WindowInputSerializer(many=True, required=False, default=list)
 
 
-class UpdateCreateSerializer(serializers.Serializer):
+class UpdateCreateSerializer(StrictSerializer):
     status = serializers.ChoiceField(
         choices=Incident.Status.choices,
         help_text="Must be a status of the incident's kind; resolved/completed resolves it.",
@@ -338,13 +350,13 @@ class UpdateCreateSerializer(serializers.Serializer):
     notify = serializers.BooleanField(default=True)
 
 
-class ResolveSerializer(serializers.Serializer):
+class ResolveSerializer(StrictSerializer):
     body = serializers.CharField(required=False, allow_blank=True, default="")
     resolved_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     notify = serializers.BooleanField(default=True)
 
 
-class ReportSaveSerializer(serializers.Serializer):
+class ReportSaveSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=IncidentReport.Kind.choices, default=IncidentReport.Kind.FULL)
     summary = serializers.CharField(required=False, allow_blank=True, default="")
     root_cause = serializers.CharField(required=False, allow_blank=True, default="")
@@ -352,11 +364,11 @@ class ReportSaveSerializer(serializers.Serializer):
     impact_description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class ReportPublishSerializer(serializers.Serializer):
+class ReportPublishSerializer(StrictSerializer):
     published_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class ActionItemCreateSerializer(serializers.Serializer):
+class ActionItemCreateSerializer(StrictSerializer):
     incident = serializers.SlugRelatedField(slug_field="public_id", queryset=Incident.objects.all())
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -370,5 +382,34 @@ class ActionItemCreateSerializer(serializers.Serializer):
         default=None,
     )
     due_date = serializers.DateField(required=False, allow_null=True, default=None)
-    tracker_url = serializers.URLField(required=False, allow_blank=True, default="", max_length=200)
+    # No default: "" is not a URI, and the service defaults to "" (no tracker) itself.
+    tracker_url = serializers.URLField(required=False, allow_blank=True, max_length=200)
     is_public = serializers.BooleanField(default=False)
+
+
+class IncidentEditSerializer(StrictSerializer):
+    """A partial edit: send only what changes. Status moves through updates, not here."""
+
+    title = serializers.CharField(max_length=200, required=False)
+    summary = serializers.CharField(required=False, allow_blank=True)
+    impact = serializers.ChoiceField(choices=Incident.Impact.choices, required=False)
+    is_public = serializers.BooleanField(required=False, help_text="Visibility on the public page and API.")
+
+
+class WindowEditSerializer(StrictSerializer):
+    """A partial edit of one impact window: fields not sent keep their value."""
+
+    product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all(), required=False)
+    location = serializers.SlugRelatedField(
+        slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
+    )
+    level = serializers.ChoiceField(choices=ImpactWindow.Level.choices, required=False)
+    started_at = serializers.DateTimeField(required=False)
+    ended_at = serializers.DateTimeField(required=False, allow_null=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class WindowEndSerializer(StrictSerializer):
+    ended_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text="Defaults to now."
+    )

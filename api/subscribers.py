@@ -67,6 +67,7 @@ class SubscriberFilterSerializer(serializers.Serializer):
 class SubscriberViewSet(APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     permission_classes = [StaffOnly]
     serializer_class = SubscriberSerializer
+    query_serializers = {"list": SubscriberFilterSerializer}
     queryset = Subscriber.objects.prefetch_related("products").order_by("-created_at", "-id")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

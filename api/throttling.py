@@ -64,18 +64,42 @@ class _FailOpenRateThrottle(SimpleRateThrottle):
 
     def allow_request(self, request: Request, view: Any) -> bool:
         try:
-            return super().allow_request(request, view)
+            allowed = super().allow_request(request, view)
         except CacheUnavailable:
             # The cache backend logged the outage once; a line per request would flood.
             return True
         except Exception:
             logger.warning("throttle cache unavailable; letting the request through", exc_info=True)
             return True
+        if getattr(self, "key", None) is not None and self.rate is not None and hasattr(self, "history"):
+            # Kept for the RateLimit-* headers (see rate_limit_headers).
+            limit, duration = self.parse_rate(self.rate)
+            assert limit is not None and duration is not None
+            remaining = max(0, limit - len(self.history))
+            oldest = self.history[-1] if self.history else self.now
+            reset = max(1, int(duration - (self.now - oldest) + 0.999))
+            request._request.rate_limit = (limit, remaining, reset)  # type: ignore[attr-defined]
+        return allowed
 
     def wait(self) -> float | None:
         wait = super().wait()
         # Retry-After is an integer of seconds; never tell a client "0".
         return None if wait is None else max(1.0, wait)
+
+
+def rate_limit_headers(request: Request) -> dict[str, str]:
+    """`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the
+    window frees a request), the names of the IETF httpapi draft, from the throttle that
+    counted this request. Empty when no throttle counted it (or its cache was down)."""
+    state = getattr(request._request, "rate_limit", None)
+    if state is None:
+        return {}
+    limit, remaining, reset = state
+    return {
+        "RateLimit-Limit": str(limit),
+        "RateLimit-Remaining": str(remaining),
+        "RateLimit-Reset": str(reset),
+    }
 
 
 class AnonymousThrottle(_FailOpenRateThrottle):

@@ -7,7 +7,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api import alerts, base, google_feed, incidents, statuspage_v2, uptime
+from api import alerts, base, google_feed, incidents, keys, statuspage_v2, uptime
 from api.routers import build_router
 from edge.page_cache import public_page
 
@@ -66,6 +66,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # Staff page (HTML, session + CSRF) where staff create and revoke their API keys.
+    path("api/keys/", keys.api_keys, name="api-keys"),
     # Last: anything else under /api/ is a JSON 404 in the API's error shape.
     re_path(r"^api/", base.APINotFound.as_view(), name="api-not-found"),
 ]

@@ -170,6 +170,13 @@ def webhook_body(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
 
 
+def webhook_event(message: OutboundMessage) -> str:
+    payload = message.payload if isinstance(message.payload, dict) else {}
+    meta = payload.get("meta")
+    event = meta.get("event") if isinstance(meta, dict) else None
+    return event if isinstance(event, str) and event else message.purpose
+
+
 def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     signed = f"{timestamp}.".encode() + body
     return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
@@ -213,7 +220,9 @@ def send_webhook(message: OutboundMessage) -> Result:
             "X-Status-Timestamp": str(timestamp),
             "X-Status-Signature": webhook_signature(message.secret, timestamp, body),
             "X-Status-Delivery": message.message_id,
-            "X-Status-Event": message.purpose,
+            # The event name (the payload's meta.event), so a receiver can route on a
+            # header; `purpose` is our handler registry's name, not the receiver's business.
+            "X-Status-Event": webhook_event(message),
         },
     )
     try:

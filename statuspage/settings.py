@@ -308,11 +308,11 @@ LOGIN_URL = "admin:login"
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.APIAutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -339,16 +339,54 @@ REST_FRAMEWORK.update(
 )
 SPECTACULAR_SETTINGS.update(
     {
-        "DESCRIPTION": (
-            "Incidents, impact, incident reports and SLA credits. Public data is readable "
-            "anonymously; writes and staff-only resources need a staff token "
-            "(`Authorization: Token <key>`). Every error has the body "
-            '`{"error": {"code", "message", "fields"}}`.'
-        ),
+        # The full description (keys, conventions, limits) is set by api.schema.postprocess.
+        "DESCRIPTION": "Incidents, impact, incident reports and SLA credits.",
+        # Operation descriptions are written for consumers in extend_schema; class
+        # docstrings are for maintainers and stay out of the schema.
+        "DISABLE_DOCSTRING_DESCRIPTIONS": True,
         "SWAGGER_UI_DIST": "SIDECAR",
         "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
         "REDOC_DIST": "SIDECAR",
         "COMPONENT_SPLIT_REQUEST": True,
+        # 3.1: nullable references are `oneOf [ref, null]` (strict validators reject the
+        # 3.0 `allOf` + `nullable` form), and webhooks can be documented.
+        "OAS_VERSION": "3.1.0",
+        "SERVERS": [{"url": SITE_URL, "description": "This status page"}],
+        "LICENSE": {"name": "MIT", "identifier": "MIT"},
+        "CONTACT": {"name": "Status page operators", "url": SITE_URL},
+        "TAGS": [
+            {
+                "name": "status",
+                "description": "The page's overall indicator and every public product's status.",
+            },
+            {"name": "products", "description": "What we run (Statuspage calls them components)."},
+            {"name": "locations", "description": "Regions and zones an impact can be limited to."},
+            {"name": "incidents", "description": "Incidents with their impact windows, timeline and report."},
+            {
+                "name": "maintenance",
+                "description": "Scheduled maintenance, with the same shape as incidents.",
+            },
+            {"name": "action-items", "description": "Follow-up work from incidents (staff)."},
+            {
+                "name": "customers",
+                "description": "Customers and their entitlements, for SLA credits (staff).",
+            },
+            {"name": "sla-policies", "description": "SLA targets and credit tiers (staff)."},
+            {
+                "name": "credit-notices",
+                "description": "Monthly SLA credit notices: compute, approve, cancel (staff).",
+            },
+            {"name": "subscribers", "description": "Email and webhook subscribers (staff, read only)."},
+            {
+                "name": "statuspage-v2",
+                "description": "The Statuspage v2 public API shape, for existing widgets.",
+            },
+            {"name": "google-feed", "description": "The Google status dashboard JSON shape."},
+        ],
+        "POSTPROCESSING_HOOKS": [
+            "drf_spectacular.hooks.postprocess_schema_enums",
+            "api.schema.postprocess",
+        ],
         "SCHEMA_PATH_PREFIX": r"/api/v[0-9]",
         # One named enum per choice set, instead of generated names like StatusC00Enum.
         "ENUM_NAME_OVERRIDES": {
@@ -368,6 +406,9 @@ SPECTACULAR_SETTINGS.update(
         },
     }
 )
+
+# Idempotency-Key records (api.models.IdempotencyRecord) are kept this long, then swept.
+API_IDEMPOTENCY_TTL_HOURS = env_int("API_IDEMPOTENCY_TTL_HOURS", 24)
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
 # The badges, the JSON Feeds and the live page's version document are embeddable too.
@@ -463,6 +504,8 @@ CELERY_DB_REUSE_MAX = 100
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},
+    # Idempotent: deleting what expired twice deletes nothing the second time.
+    "api-idempotency-sweep": {"task": "api.tasks.sweep_idempotency_records", "schedule": 3600.0},
 }
 
 # --- Alert intake (alerts/) -------------------------------------------------------------------

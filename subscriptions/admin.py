@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from subscriptions import services
+from subscriptions import notifications, services
 from subscriptions.models import Fanout, Subscriber
 
 
@@ -33,7 +33,7 @@ class SubscriberAdmin(admin.ModelAdmin):
     filter_horizontal = ("products",)
     readonly_fields = ("token", "created_at", "updated_at", "failure_count", "deliveries")
     exclude = ("secret",)
-    actions = ("reenable_webhooks",)
+    actions = ("reenable_webhooks", "send_test_event")
 
     @admin.display(description="Deliveries")
     def deliveries(self, obj: Subscriber) -> str:
@@ -49,6 +49,14 @@ class SubscriberAdmin(admin.ModelAdmin):
             services.subscriber_reenable(subscriber=subscriber)
             count += 1
         self.message_user(request, f"{count} webhook(s) re-enabled.")
+
+    @admin.action(description="Send a test event to the selected webhooks")
+    def send_test_event(self, request: HttpRequest, queryset: QuerySet[Subscriber]) -> None:
+        count = 0
+        for subscriber in queryset.filter(kind=Subscriber.Kind.WEBHOOK, disabled_at__isnull=True):
+            notifications.webhook_test_send(subscriber=subscriber)
+            count += 1
+        self.message_user(request, f"Test event queued for {count} webhook(s); see their outbox messages.")
 
 
 @admin.register(Fanout)

@@ -283,3 +283,42 @@ def maintenance_reminder(*, incident: Incident) -> int:
     )
     message.context["starts_in_minutes"] = minutes
     return fan_out(message=message, incident=incident, products=products)
+
+
+TEST_EVENT = "test"
+
+
+def webhook_test_send(*, subscriber: Subscriber) -> None:
+    """Queue a signed `test` event to one webhook, through the outbox like any event, so
+    its owner can check the receiver and the signature (the admin's "send test event")."""
+    if subscriber.kind != Subscriber.Kind.WEBHOOK:
+        raise ValueError("only webhook subscribers receive test events")
+    now = timezone.now()
+    key = f"test:{subscriber.pk}:{now.timestamp():.6f}"
+    payload = {
+        "meta": {"event": TEST_EVENT, "id": key, "generated_at": now.isoformat()},
+        "page": {"name": settings.SITE_NAME, "url": settings.SITE_URL},
+        "incident": {
+            "id": "test",
+            "name": "Test event: no incident is open",
+            "kind": "incident",
+            "status": Status.INVESTIGATING,
+            "impact": Incident.Impact.NONE,
+            "shortlink": settings.SITE_URL + "/",
+            "started_at": now.isoformat(),
+            "resolved_at": None,
+            "scheduled_for": None,
+            "scheduled_until": None,
+            "components": [],
+        },
+        "update": None,
+        "report": None,
+    }
+    webhook_enqueue(
+        key=key,
+        url=subscriber.url,
+        payload=payload,
+        secret=subscriber.secret,
+        purpose=WEBHOOK_PURPOSE,
+        ref=subscriber.outbox_ref,
+    )

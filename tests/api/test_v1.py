@@ -299,9 +299,13 @@ def test_it_posts_updates_resolves_and_publishes_through_the_services(
 ) -> None:
     base = f"/api/v1/incidents/{world.ongoing.public_id}"
     updated = post(staff_api, f"{base}/updates/", {"status": "identified", "body": "Bad **disk** pool."})
+    # A posted update answers with the update itself (documented change, issue 18).
     assert updated.status_code == 201
     assert updated.json()["status"] == "identified"
-    assert updated.json()["updates"][0]["body_html"] == "<p>Bad <strong>disk</strong> pool.</p>"
+    assert updated.json()["body_html"] == "<p>Bad <strong>disk</strong> pool.</p>"
+    assert updated["Location"] == f"{base}/updates/{updated.json()['id']}/"
+    world.ongoing.refresh_from_db()
+    assert world.ongoing.status == "identified"
 
     resolved = post(
         staff_api, f"{base}/resolve/", {"body": "Recovered.", "resolved_at": "2026-10-09T16:46:00Z"}

@@ -1,0 +1,105 @@
+"""Writes of the API room: API keys (create, touch, revoke) and idempotency records."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from api.models import ApiKey, IdempotencyRecord
+from core.text import clean_single_line
+
+KEY_PREFIX = "sp_"
+# A key's last use is written at most this often: a busy key would otherwise cost a
+# write per request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_key(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class NewKey:
+    key: ApiKey
+    raw: str  # shown to its owner once, never stored
+
+
+def api_key_create(*, user: User, name: str, scope: str) -> NewKey:
+    if not getattr(user, "is_staff", False):
+        raise ValidationError("Only staff users hold API keys.")
+    if scope not in ApiKey.Scope.values:
+        raise ValidationError({"scope": f"Unknown scope {scope!r}."})
+    name = clean_single_line(name, field="name", max_length=100)
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(user=user, name=name, scope=scope, prefix=raw[:10], key_hash=hash_key(raw))
+    return NewKey(key=key, raw=raw)
+
+
+def api_key_revoke(*, key: ApiKey, now: datetime | None = None) -> ApiKey:
+    now = now or timezone.now()
+    # Conditional update: revoking twice keeps the first moment.
+    ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    key.refresh_from_db(fields=["revoked_at"])
+    return key
+
+
+def api_key_touch(*, key: ApiKey, now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    if key.last_used_at is not None and now - key.last_used_at < LAST_USED_RESOLUTION:
+        return
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now
+
+
+# --- Idempotency ------------------------------------------------------------------------------
+
+
+def idempotency_ttl() -> timedelta:
+    return timedelta(hours=settings.API_IDEMPOTENCY_TTL_HOURS)
+
+
+@transaction.atomic
+def idempotency_claim(
+    *, user: User, key: str, fingerprint: str, now: datetime | None = None
+) -> tuple[IdempotencyRecord, bool]:
+    """The record for this key, and whether this request is the first (claimed it)."""
+    now = now or timezone.now()
+    # An expired record is as good as absent: remove it so the key can be reused.
+    IdempotencyRecord.objects.filter(user=user, key=key, expires_at__lte=now).delete()
+    record, created = IdempotencyRecord.objects.get_or_create(
+        user=user,
+        key=key,
+        defaults={"fingerprint": fingerprint, "created_at": now, "expires_at": now + idempotency_ttl()},
+    )
+    return record, created
+
+
+def idempotency_store(*, record: IdempotencyRecord, status_code: int, body: object, location: str) -> None:
+    IdempotencyRecord.objects.filter(pk=record.pk).update(
+        status_code=status_code, body=body, location=location[:500]
+    )
+
+
+def idempotency_release(*, record: IdempotencyRecord) -> None:
+    """Forget a claim whose request failed, so a retry with the same key runs again."""
+    IdempotencyRecord.objects.filter(pk=record.pk, status_code__isnull=True).delete()
+
+
+def idempotency_sweep(*, now: datetime | None = None, batch: int = 1000) -> int:
+    """Delete expired records, a bounded batch at a time; returns how many went."""
+    now = now or timezone.now()
+    removed = 0
+    for _ in range(1000):
+        ids = list(IdempotencyRecord.objects.filter(expires_at__lte=now).values_list("pk", flat=True)[:batch])
+        if not ids:
+            break
+        removed += IdempotencyRecord.objects.filter(pk__in=ids).delete()[0]
+    return removed
