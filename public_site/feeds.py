@@ -17,7 +17,7 @@ from django.utils.dateformat import format as format_date
 from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
-from incidents.markdown import render_markdown
+from incidents.markdown import stored_html
 from public_site import pages as public_selectors
 from public_site.pages import FeedEntry
 
@@ -73,9 +73,9 @@ class HistoryRssFeed(Feed):
                     settings.DISPLAY_TIME_ZONE,
                 )
             )
-            parts.append(render_markdown(update.body))
+            parts.append(stored_html(update.body_html))
         elif item.incident.summary:
-            parts.append(render_markdown(item.incident.summary))
+            parts.append(stored_html(item.incident.summary_html))
         return "".join(parts)
 
     def item_pubdate(self, item: FeedEntry) -> datetime:

@@ -389,6 +389,11 @@ CELERY_BEAT_SCHEDULE = {
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},
 }
 
+# --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
+# Markdown is rendered once, when staff write it; a text that takes longer than this
+# (seconds) to render is refused instead of stored.
+MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 1.0)
+
 # --- SLA credits --------------------------------------------------------------------------------
 # Notices are computed in pages of this many customers (bounded memory on large runs).
 CREDITS_COMPUTE_BATCH = env_int("CREDITS_COMPUTE_BATCH", 2000)
