@@ -5,7 +5,8 @@ trusted proxies sit in front of us - the entry those proxies appended to
 X-Forwarded-For, counted from the right. Entries further left were written by the
 client and can say anything, so forging the header never buys a fresh allowance.
 
-The counters live in the default cache (Redis in production). If the cache errors, the
+The counters live in the "ratelimit" cache (Redis in production), apart from the page
+cache, so that page entries cannot evict them. If the cache errors, the
 throttle lets the request through: shedding load is worth less than answering while
 Redis is being restarted.
 """
@@ -17,6 +18,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -51,6 +53,11 @@ def client_address(request: HttpRequest | Request) -> str:
 
 
 class _FailOpenRateThrottle(SimpleRateThrottle):
+    @property  # type: ignore[override]
+    def cache(self) -> Any:
+        # Looked up per use (not bound at import) so tests that swap caches take effect.
+        return caches["ratelimit"]
+
     def get_rate(self) -> str | None:
         # Read the rate on every request (not once at import) so a settings change,
         # including one made by a test, takes effect.
