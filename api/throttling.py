@@ -52,6 +52,12 @@ def client_address(request: HttpRequest | Request) -> str:
     return _valid_ip(chosen) or remote
 
 
+def login_client_address(request: HttpRequest) -> str | None:
+    """The same address for the admin login limiter (django-axes), which stores it in an
+    IP column: None rather than "unknown" when there is no usable one."""
+    return _valid_ip(client_address(request))
+
+
 class _FailOpenRateThrottle(SimpleRateThrottle):
     @property  # type: ignore[override]
     def cache(self) -> Any:

@@ -20,7 +20,6 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +37,7 @@ from api.filters import (
     filter_incidents,
     order_by,
 )
+from api.parsers import DepthLimitedJSONParser
 from api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
 from api.throttling import DEFAULT_THROTTLES
 from edge.http import finalize_public_response, memoize_public
@@ -79,7 +79,7 @@ class APIMixin(APIView):
     authentication_classes = API_AUTHENTICATION
     throttle_classes = DEFAULT_THROTTLES
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [DepthLimitedJSONParser]
     pagination_class: type[BasePagination] | None = Pagination
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:

@@ -31,7 +31,7 @@ TEXT_MAX_LENGTH = 65536
 # Unix time, and year 1 overflowed the grid arithmetic), nothing further ahead than a
 # scheduled maintenance can reasonably be planned.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-SCHEDULE_HORIZON = timedelta(days=3 * 366)
+SCHEDULE_HORIZON = timedelta(days=5 * 366)
 # Clock skew allowed on times that must be "now or earlier" (an incident start, a
 # resolution): a staff laptop a few minutes fast must not be refused.
 CLOCK_SKEW = timedelta(minutes=5)

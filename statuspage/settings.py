@@ -277,7 +277,7 @@ AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "api.throttling.client_address"
+AXES_CLIENT_IP_CALLABLE = "api.throttling.login_client_address"
 AXES_VERBOSE = False
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 

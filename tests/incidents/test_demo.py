@@ -7,11 +7,11 @@ from io import StringIO
 from typing import Any
 
 import pytest
-from django.test import RequestFactory
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.management import call_command
 from django.db.models import Model
+from django.test import RequestFactory
 
 from demo import incidents as demo
 from incidents import selectors
