@@ -123,13 +123,13 @@ def _json_error(status_code: int, code: str, message: str) -> JsonResponse:
     return JsonResponse(error_body(code=code, message=message), status=status_code)
 
 
-def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return _json_error(400, "bad_request", "The request is malformed.")
     return defaults.bad_request(request, exception)
 
 
-def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         return _json_error(403, "permission_denied", "You do not have permission to perform this action.")
     return defaults.permission_denied(request, exception)

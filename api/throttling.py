@@ -59,10 +59,14 @@ def login_client_address(request: HttpRequest) -> str | None:
 
 
 class _FailOpenRateThrottle(SimpleRateThrottle):
-    @property  # type: ignore[override]
-    def cache(self) -> Any:
-        # Looked up per use (not bound at import) so tests that swap caches take effect.
-        return caches["ratelimit"]
+    def __init__(self) -> None:
+        # Throttles are made per request: looked up here (not bound at import), so a
+        # settings change of CACHES takes effect. A missing alias fails open below.
+        try:
+            self.cache = caches["ratelimit"]
+        except Exception:  # noqa: BLE001
+            logger.warning("no ratelimit cache configured; using the default cache")
+        super().__init__()
 
     def get_rate(self) -> str | None:
         # Read the rate on every request (not once at import) so a settings change,

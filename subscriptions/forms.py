@@ -27,7 +27,7 @@ class ProductChoiceField(forms.ModelMultipleChoiceField):
                 raise ValidationError(
                     self.error_messages["invalid_choice"], code="invalid_choice", params={"value": text[:40]}
                 )
-        return super()._check_values(value)
+        return super()._check_values(value)  # type: ignore[misc]
 
 
 class ProductChoiceForm(forms.Form):

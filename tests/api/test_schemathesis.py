@@ -35,7 +35,7 @@ from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
 
-MAX_EXAMPLES = 40
+MAX_EXAMPLES = 15
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -104,7 +104,7 @@ def _fuzz(app: Any, headers: dict[str, str], *, anonymous: bool) -> Counter[int]
 def test_it_survives_anonymous_fuzzing_and_no_write_succeeds(wsgi_app: Any, world: World) -> None:
     before = _state()
     statuses = _fuzz(wsgi_app, {}, anonymous=True)
-    assert statuses.total() > 300
+    assert statuses.total() > 100
     assert {200, 401} <= set(statuses)
     assert _state() == before
 
@@ -112,7 +112,7 @@ def test_it_survives_anonymous_fuzzing_and_no_write_succeeds(wsgi_app: Any, worl
 def test_it_survives_fuzzing_with_a_staff_token(wsgi_app: Any, world: World, alice_token: str) -> None:
     before = Incident.objects.count()
     statuses = _fuzz(wsgi_app, {"Authorization": f"Token {alice_token}"}, anonymous=False)
-    assert statuses.total() > 300
+    assert statuses.total() > 100
     # The fuzzer got past validation too: some writes succeeded, some were refused.
     assert {200, 201, 400, 404} <= set(statuses), statuses
     assert Incident.objects.count() > before
