@@ -303,6 +303,16 @@ def public_page(name: str | None = None, *, vary_on_query: Iterable[str] = ()) -
                     if fallback is None:
                         raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
                     return page_response(request, fallback, stale=True)
+                except Exception:
+                    # One entry that cannot be rendered must not take the page down:
+                    # serve the last good copy, marked stale, and tell staff in the log.
+                    logger.exception("could not render %s; serving the last good copy", key_name)
+                    previous = _cache_get(f"page:{key_name}:last")
+                    if previous is None and key_name == base_name:
+                        previous = snapshot_read(base_name)
+                    if previous is None:
+                        raise
+                    return page_response(request, previous, stale=True)
                 if response.status_code == 503:
                     # The view caught the outage itself (DRF's handler does) and said so.
                     fallback = _database_down(base_name, key_name)

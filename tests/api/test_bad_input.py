@@ -11,6 +11,7 @@ import io
 import json
 import time
 from typing import Any
+from unittest import mock
 
 import feedparser
 import pytest
@@ -325,3 +326,40 @@ def test_services_refuse_overlong_text(world: World) -> None:
     with pytest.raises(ValidationError) as exc:
         services.incident_post_update(incident=world.ongoing, status="identified", body="x" * 70_000)
     assert "body" in exc.value.message_dict
+
+
+# --- Isolation: one entry that cannot be rendered ---------------------------------------------
+
+
+def test_it_degrades_one_feed_entry_that_cannot_be_rendered(world: World, caplog: Any) -> None:
+    from public_site import feeds
+
+    real = feeds.HistoryRssFeed._description
+
+    def flaky(self: Any, item: Any) -> str:
+        if item.incident.pk == world.outage.pk:
+            raise RuntimeError("this entry cannot be rendered")
+        return real(self, item)
+
+    with mock.patch.object(feeds.HistoryRssFeed, "_description", flaky):
+        for url in ("/history.rss", "/history.atom"):
+            response = Client().get(url)
+            assert response.status_code == 200, url
+            assert world.outage.title.encode() in response.content
+            assert not feedparser.parse(response.content).bozo
+    assert "could not be rendered" in caplog.text
+
+
+def test_it_serves_the_last_good_page_when_rendering_fails(world: World, caplog: Any) -> None:
+    from edge import version
+
+    client = Client()
+    good = client.get("/")
+    assert good.status_code == 200
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        version.public_state_changed()
+    with mock.patch("public_site.views.public_selectors.status_page", side_effect=RuntimeError("bad entry")):
+        response = client.get("/")
+    assert response.status_code == 200
+    assert response.content == good.content
+    assert "serving the last good copy" in caplog.text
