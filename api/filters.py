@@ -39,9 +39,9 @@ class _StrictQuery(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         getlist = getattr(data, "getlist", None)
-        blank = {
-            name: ["This parameter may not be empty."]
-            for name in self.fields
+        blank: dict[str, list[str]] = {
+            str(name): ["This parameter may not be empty."]
+            for name in list(self.fields.keys())
             if name in data and any(v == "" for v in (getlist(name) if getlist else [data[name]]))
         }
         if blank:
