@@ -19,7 +19,6 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
-from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,6 +30,7 @@ from api import idempotency
 from api import serializers as s
 from api.authentication import API_AUTHENTICATION, SCHEME_HINT
 from api.filters import PAGINATION_PARAMS, Pagination
+from api.parsers import DepthLimitedJSONParser
 from api.throttling import DEFAULT_THROTTLES, rate_limit_headers
 from edge.http import finalize_public_response, memoize_public, strong_etag
 
@@ -74,7 +74,7 @@ class APIMixin(APIView):
     authentication_classes = API_AUTHENTICATION
     throttle_classes = DEFAULT_THROTTLES
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [DepthLimitedJSONParser]
     pagination_class: type[BasePagination] | None = Pagination
 
     # Query parameters each action takes besides pagination: {action: filter serializer}.

@@ -20,7 +20,8 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import csrf, defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.serializers import as_serializer_error
@@ -107,3 +108,46 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         wait = getattr(exc, "wait", None)
         response.headers["Retry-After"] = str(max(1, int(wait or 1)))
     return response
+
+
+# --- Errors Django answers before DRF sees the request ------------------------------------
+# An unknown /api/ URL, a CSRF failure or a crash outside a DRF view used to come back as
+# an HTML page. Under /api/ they answer in the same JSON shape; elsewhere Django's pages.
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def _json_error(status_code: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse(error_body(code=code, message=message), status=status_code)
+
+
+def handler400(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(400, "bad_request", "The request is malformed.")
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(403, "permission_denied", "You do not have permission to perform this action.")
+    return defaults.permission_denied(request, exception)
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(404, "not_found", "Not found.")
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(500, "server_error", "Something went wrong on our side; it has been logged.")
+    return defaults.server_error(request)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    if _is_api(request):
+        return _json_error(403, "csrf_failed", f"CSRF check failed: {reason}")
+    return csrf.csrf_failure(request, reason=reason)

@@ -87,6 +87,22 @@ class Pagination(PageNumberPagination):
         ]
 
 
+class _StrictQuery(serializers.Serializer):
+    """Query filters where an empty value is an error, as the schema says, rather than
+    silently the same as leaving the parameter out."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        getlist = getattr(data, "getlist", None)
+        blank: dict[str, list[str]] = {
+            str(name): ["This parameter may not be empty."]
+            for name in list(self.fields.keys())
+            if name in data and any(v == "" for v in (getlist(name) if getlist else [data[name]]))
+        }
+        if blank:
+            raise serializers.ValidationError(blank)
+        return super().to_internal_value(data)
+
+
 def order_by(queryset: QuerySet[Any], ordering: str) -> QuerySet[Any]:
     """Order on one whitelisted field; empty values last on every database; ties by id."""
     descending = ordering.startswith("-")
@@ -95,7 +111,7 @@ def order_by(queryset: QuerySet[Any], ordering: str) -> QuerySet[Any]:
     return queryset.order_by(expression, "-id" if descending else "id")
 
 
-class _IncidentFilterBase(serializers.Serializer):
+class _IncidentFilterBase(_StrictQuery):
     product = serializers.CharField(
         required=False,
         max_length=100,
@@ -138,7 +154,7 @@ class MaintenanceFilterSerializer(_IncidentFilterBase):
     )
 
 
-class ActionItemFilterSerializer(serializers.Serializer):
+class ActionItemFilterSerializer(_StrictQuery):
     incident = serializers.CharField(required=False, max_length=12, help_text="Incident id.")
     status = serializers.MultipleChoiceField(choices=ActionItem.Status.choices, required=False)
     ordering = serializers.ChoiceField(choices=ACTION_ITEM_ORDERINGS, required=False, default="due_date")

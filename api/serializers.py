@@ -16,7 +16,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from incidents.markdown import render_markdown
+from incidents.markdown import stored_html
 from incidents.models import (
     INCIDENT_STATUSES,
     MAINTENANCE_STATUSES,
@@ -39,14 +39,14 @@ OPEN_MAINTENANCE_STATUSES = [(s.value, s.label) for s in MAINTENANCE_STATUSES[:3
 
 @extend_schema_field(OpenApiTypes.STR)
 class MarkdownHTMLField(serializers.Field):
-    """Read-only: the source Markdown rendered and sanitised."""
+    """Read-only: the HTML rendered from the source Markdown when it was written."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["read_only"] = True
         super().__init__(**kwargs)
 
     def to_representation(self, value: str) -> str:
-        return render_markdown(value or "")
+        return stored_html(value)
 
 
 def incident_url(public_id: str) -> str:
@@ -112,7 +112,7 @@ class WindowSerializer(serializers.ModelSerializer):
     product = serializers.CharField(source="product.slug", read_only=True)
     product_name = serializers.CharField(source="product.name", read_only=True)
     location = serializers.CharField(source="location.name", allow_null=True, default=None, read_only=True)
-    description_html = MarkdownHTMLField(source="description")
+    description_html = MarkdownHTMLField()
 
     class Meta:
         model = ImpactWindow
@@ -131,7 +131,7 @@ class WindowSerializer(serializers.ModelSerializer):
 
 
 class UpdateSerializer(serializers.ModelSerializer):
-    body_html = MarkdownHTMLField(source="body")
+    body_html = MarkdownHTMLField()
 
     class Meta:
         model = IncidentUpdate
@@ -140,10 +140,10 @@ class UpdateSerializer(serializers.ModelSerializer):
 
 
 class ReportSerializer(serializers.ModelSerializer):
-    summary_html = MarkdownHTMLField(source="summary")
-    root_cause_html = MarkdownHTMLField(source="root_cause")
-    remediation_html = MarkdownHTMLField(source="remediation")
-    impact_description_html = MarkdownHTMLField(source="impact_description")
+    summary_html = MarkdownHTMLField()
+    root_cause_html = MarkdownHTMLField()
+    remediation_html = MarkdownHTMLField()
+    impact_description_html = MarkdownHTMLField()
 
     class Meta:
         model = IncidentReport
@@ -173,7 +173,7 @@ class IncidentSerializer(serializers.ModelSerializer):
 
     id = serializers.CharField(source="public_id", read_only=True)
     url = serializers.SerializerMethodField()
-    summary_html = MarkdownHTMLField(source="summary")
+    summary_html = MarkdownHTMLField()
     recurrence_of = serializers.SerializerMethodField()
     windows = WindowSerializer(many=True, read_only=True)
     updates = UpdateSerializer(many=True, read_only=True)

@@ -5,7 +5,8 @@ trusted proxies sit in front of us - the entry those proxies appended to
 X-Forwarded-For, counted from the right. Entries further left were written by the
 client and can say anything, so forging the header never buys a fresh allowance.
 
-The counters live in the default cache (Redis in production). If the cache errors, the
+The counters live in the "ratelimit" cache (Redis in production), apart from the page
+cache, so that page entries cannot evict them. If the cache errors, the
 throttle lets the request through: shedding load is worth less than answering while
 Redis is being restarted.
 """
@@ -17,6 +18,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -52,7 +54,22 @@ def client_address(request: HttpRequest | Request) -> str:
     return _valid_ip(chosen) or remote
 
 
+def login_client_address(request: HttpRequest) -> str | None:
+    """The same address for the admin login limiter (django-axes), which stores it in an
+    IP column: None rather than "unknown" when there is no usable one."""
+    return _valid_ip(client_address(request))
+
+
 class _FailOpenRateThrottle(SimpleRateThrottle):
+    def __init__(self) -> None:
+        # Throttles are made per request: looked up here (not bound at import), so a
+        # settings change of CACHES takes effect. A missing alias fails open below.
+        try:
+            self.cache = caches["ratelimit"]
+        except Exception:  # noqa: BLE001
+            logger.warning("no ratelimit cache configured; using the default cache")
+        super().__init__()
+
     def get_rate(self) -> str | None:
         # Read the rate on every request (not once at import) so a settings change,
         # including one made by a test, takes effect.

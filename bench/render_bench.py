@@ -103,6 +103,7 @@ def add_incidents(count: int, products: list, now: datetime, offset: int = 0) ->
                     incident_id=inc.id,
                     status="resolved",
                     body="Resolved.",
+                    body_html="<p>Resolved.</p>",
                     display_at=inc.resolved_at or inc.started_at,
                 )
             )

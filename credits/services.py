@@ -257,8 +257,15 @@ def credits_compute(
     nothing. Notices past review (approved, queued, sent, failed, cancelled) are never
     touched. A computed notice whose credit disappeared (impact edited) is removed.
     """
-    period = sla.Period.parse(period) if isinstance(period, str) else period
+    try:
+        period = sla.Period.parse(period) if isinstance(period, str) else period
+    except ValueError as exc:
+        raise ValidationError({"period": str(exc)}) from None
     now = now or timezone.now()
+    # A month that has not begun has no downtime to measure; refusing it also keeps the
+    # calendar arithmetic away from the end of the calendar (9998-12 was a traceback).
+    if (period.year, period.month) > (now.year, now.month):
+        raise ValidationError({"period": f"{period} has not started yet."})
     label = str(period)
     summary = ComputeSummary(period=label)
     policies = selectors.policies_with_tiers()

@@ -359,6 +359,14 @@ def public_page(
                 if fallback.status_code == 503:
                     raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
                 return fallback
+            except Exception:
+                # One entry that cannot be rendered must not take the page down: serve the
+                # last good copy, marked stale, and tell staff in the log.
+                logger.exception("could not render %s; serving the last good copy", key_name)
+                previous = _previous(key_name, base_name)
+                if previous is None:
+                    raise
+                return page_response(request, previous, stale=True)
             if outcome is None:
                 # Not rebuilt here (shed, or rebuilt by another process meanwhile).
                 return _fallback(request, key_name, base_name, retry_after=settings.SHED_RETRY_AFTER)

@@ -20,6 +20,12 @@ def _choices_check(field: str, choices: type[models.TextChoices], name: str) -> 
     return models.CheckConstraint(condition=Q(**{f"{field}__in": choices.values}), name=name)
 
 
+def _rendered(source: str) -> models.TextField:  # type: ignore[type-arg]
+    """The sanitised HTML of a Markdown field, rendered by the services when it is
+    written (incidents.markdown), so that no reader ever runs Markdown."""
+    return models.TextField(blank=True, default="", editable=False, help_text=f"Rendered from {source}.")
+
+
 _PUBLIC_ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
@@ -136,6 +142,7 @@ class Product(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
+    description_html = _rendered("description")
     position = models.PositiveIntegerField(default=0)
     group = models.ForeignKey(
         ProductGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="products"
@@ -195,6 +202,7 @@ class Incident(models.Model):
     public_id = models.CharField(max_length=12, unique=True, default=new_public_id, editable=False)
     title = models.CharField(max_length=200)
     summary = models.TextField(blank=True, help_text="Public summary (Markdown).")
+    summary_html = _rendered("summary")
     internal_notes = models.TextField(blank=True, help_text="Staff only; never shown publicly.")
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.INCIDENT)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.INVESTIGATING)
@@ -293,6 +301,7 @@ class ImpactWindow(models.Model):
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True, help_text="Empty while the impact is ongoing.")
     description = models.TextField(blank=True, help_text="What customers saw (Markdown).")
+    description_html = _rendered("description")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -326,6 +335,7 @@ class IncidentUpdate(models.Model):
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="updates")
     status = models.CharField(max_length=16, choices=Incident.Status.choices)
     body = models.TextField(help_text="Markdown.")
+    body_html = _rendered("body")
     display_at = models.DateTimeField(help_text="Shown time; may be backdated.")
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -353,9 +363,13 @@ class IncidentReport(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.FULL)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.DRAFT)
     summary = models.TextField(blank=True, help_text="Markdown.")
+    summary_html = _rendered("summary")
     root_cause = models.TextField(blank=True, help_text="Markdown.")
+    root_cause_html = _rendered("root_cause")
     remediation = models.TextField(blank=True, help_text="Remediation and prevention (Markdown).")
+    remediation_html = _rendered("remediation")
     impact_description = models.TextField(blank=True, help_text="Detailed description of impact (Markdown).")
+    impact_description_html = _rendered("impact_description")
     published_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -393,6 +407,7 @@ class ActionItem(models.Model):
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="action_items")
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
+    description_html = _rendered("description")
     type = models.CharField(max_length=12, choices=Type.choices, default=Type.PREVENT)
     priority = models.CharField(max_length=2, choices=Priority.choices, default=Priority.P2)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from core.text import site_title
-from incidents.markdown import render_markdown
+from incidents.markdown import stored_html
 from incidents.models import Product
 from incidents.selectors import (
     PRODUCT_STATUS_LABELS,
@@ -119,7 +119,7 @@ JSON_FEED_TYPE = "application/feed+json"
 
 
 def _content_html(entry: FeedEntry) -> str:
-    # Escaped fields and the one sanitising Markdown renderer, as in the Atom feed.
+    # Escaped fields and the HTML stored at write time, as in the Atom feed.
     parts: list[str] = []
     if entry.products:
         parts.append(
@@ -130,9 +130,9 @@ def _content_html(entry: FeedEntry) -> str:
     update = entry.latest_update
     if update is not None:
         parts.append(format_html("<p><strong>{}</strong></p>", update.get_status_display()))
-        parts.append(render_markdown(update.body))
+        parts.append(stored_html(update.body_html))
     elif entry.incident.summary:
-        parts.append(render_markdown(entry.incident.summary))
+        parts.append(stored_html(entry.incident.summary_html))
     return "".join(parts) or format_html("<p>{}</p>", entry.incident.title)
 
 

@@ -6,6 +6,7 @@ one sanitising function, so nothing raw from a user reaches a feed reader.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
 from django.conf import settings
@@ -17,10 +18,12 @@ from django.utils.dateformat import format as format_date
 from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
-from incidents.markdown import render_markdown
+from incidents.markdown import stored_html
 from public_site import history as public_history
 from public_site import pages as public_selectors
 from public_site.history import FeedEntry
+
+logger = logging.getLogger(__name__)
 
 
 class HistoryRssFeed(Feed):
@@ -55,6 +58,14 @@ class HistoryRssFeed(Feed):
     item_guid_is_permalink = False
 
     def item_description(self, item: FeedEntry) -> str:
+        # One entry that cannot be described degrades to its title; the feed still answers.
+        try:
+            return self._description(item)
+        except Exception:
+            logger.exception("feed entry %s could not be rendered", item.incident.public_id)
+            return format_html("<p>{}</p>", item.incident.title)
+
+    def _description(self, item: FeedEntry) -> str:
         # Plain str: the feed generator escapes it into the XML as HTML text.
         parts: list[str] = []
         if item.products:
@@ -74,9 +85,9 @@ class HistoryRssFeed(Feed):
                     settings.DISPLAY_TIME_ZONE,
                 )
             )
-            parts.append(render_markdown(update.body))
+            parts.append(stored_html(update.body_html))
         elif item.incident.summary:
-            parts.append(render_markdown(item.incident.summary))
+            parts.append(stored_html(item.incident.summary_html))
         return "".join(parts)
 
     def item_pubdate(self, item: FeedEntry) -> datetime:

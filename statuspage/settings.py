@@ -7,6 +7,7 @@ Every variable read here is listed, with its meaning, in docker/.env.example.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     # Rooms, top to bottom (import-linter holds the order; see pyproject.toml).
     "demo",
     "console",
@@ -81,6 +83,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "edge.middleware.DatabaseUnavailableMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 # Load shedding: requests one process works on at once before it answers 503 at once.
@@ -180,6 +184,27 @@ else:
 if PAGE_CACHE_URL:
     CACHES["pages"] = _redis_cache(PAGE_CACHE_URL)
 PUBLIC_PAGE_CACHE_ALIAS = "pages" if PAGE_CACHE_URL else "default"
+# Rate-limit counters (the subscribe form, the API throttles) have a cache of their own,
+# so that page entries can never evict them: ~250 distinct `?page=N` pages used to push
+# the counters out of the 300-entry default cache and reset every limit. In production it
+# is Redis (RATELIMIT_REDIS_URL, by default the same server under its own prefix; the
+# compose file runs Redis with `noeviction`, so counters and queued tasks are never
+# evicted and a full cache fails page writes, which the page cache tolerates). Embedded,
+# it is a separate in-process cache with room for many more (tiny) entries.
+RATELIMIT_REDIS_URL = env_str("RATELIMIT_REDIS_URL", REDIS_URL)
+if RATELIMIT_REDIS_URL:
+    CACHES["ratelimit"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": RATELIMIT_REDIS_URL,
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "statuspage") + ":rl",
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+else:
+    CACHES["ratelimit"] = {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "ratelimit",
+        "OPTIONS": {"MAX_ENTRIES": env_int("RATELIMIT_MAX_ENTRIES", 100_000)},
+    }
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
@@ -305,6 +330,22 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "admin:login"
 
+# Login attempts are limited per account and, separately, per client address (either
+# locks): after AXES_FAILURE_LIMIT failures, even the right password is refused for
+# AXES_COOLOFF_MINUTES. The address is the one api.throttling trusts: REMOTE_ADDR, or the
+# X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "api.throttling.login_client_address"
+AXES_VERBOSE = False
+CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
+
 # --- REST framework -----------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -330,6 +371,12 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0)
 REST_FRAMEWORK.update(
     {
         "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
+        # JSON bodies nested past a fixed depth are a 400, not a RecursionError (a 500).
+        "DEFAULT_PARSER_CLASSES": [
+            "api.parsers.DepthLimitedJSONParser",
+            "rest_framework.parsers.FormParser",
+            "rest_framework.parsers.MultiPartParser",
+        ],
         "NUM_PROXIES": NUM_PROXIES,
         "DEFAULT_THROTTLE_RATES": {
             "anon": env_str("API_THROTTLE_ANON", "300/min"),
@@ -524,6 +571,11 @@ CELERY_BEAT_SCHEDULE = {
     "alerts-tick": {"task": "alerts.tasks.alerts_tick", "schedule": 60.0},
     "alerts-purge-payloads": {"task": "alerts.tasks.purge_payloads", "schedule": 3600.0},
 }
+
+# --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
+# Markdown is rendered once, when staff write it; a text that takes longer than this
+# (seconds) to render is refused instead of stored.
+MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 1.0)
 
 # --- SLA credits --------------------------------------------------------------------------------
 # Notices are computed in pages of this many customers (bounded memory on large runs).

@@ -20,3 +20,9 @@ urlpatterns = [
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
 ]
+
+# Under /api/ even Django's own error answers are JSON in the API's error shape.
+handler400 = "api.exceptions.handler400"
+handler403 = "api.exceptions.handler403"
+handler404 = "api.exceptions.handler404"
+handler500 = "api.exceptions.handler500"

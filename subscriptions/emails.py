@@ -2,8 +2,8 @@
 
 Templates live in templates/emails/: `<name>_subject.txt`, `<name>.txt` and
 `<name>.html`. User text reaches them only as context values (so template syntax in a
-title is shown literally) and Markdown only through `render_markdown`. Each email is
-one outbox row with an idempotency key chosen by the caller, so it is queued once.
+title is shown literally) and Markdown only as the HTML stored when it was written
+(`stored_html`). Each email is one outbox row with an idempotency key chosen by the caller, so it is queued once.
 """
 
 from __future__ import annotations

@@ -12,13 +12,29 @@ from subscriptions.models import HOOK_KINDS, Subscriber
 from subscriptions.webhooks import validate_webhook_url
 
 SCOPE_CHOICES = [("all", "All products"), ("some", "Only the products I choose")]
+# Primary keys are 64-bit: a larger number overflowed the database driver (a 500).
+_PK_MAX = 2**63 - 1
+
+
+class ProductChoiceField(forms.ModelMultipleChoiceField):
+    """Product ids from the form, refused with a form error unless they are plausible
+    primary keys, before any of them reaches the database."""
+
+    def _check_values(self, value: Any) -> Any:
+        for pk in value:
+            text = str(pk).strip()
+            if not text.isdigit() or not 1 <= int(text) <= _PK_MAX:
+                raise ValidationError(
+                    self.error_messages["invalid_choice"], code="invalid_choice", params={"value": text[:40]}
+                )
+        return super()._check_values(value)  # type: ignore[misc]
 
 
 class ProductChoiceForm(forms.Form):
     scope = forms.ChoiceField(
         choices=SCOPE_CHOICES, initial="all", widget=forms.RadioSelect, label="Notify me about"
     )
-    products = forms.ModelMultipleChoiceField(
+    products = ProductChoiceField(
         queryset=products_public(), required=False, widget=forms.CheckboxSelectMultiple, label="Products"
     )
 

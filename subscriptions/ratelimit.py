@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.http import HttpRequest
 
 from edge.cache_backend import CacheUnavailable
@@ -35,8 +35,10 @@ def hit(*, scope: str, value: str, limit: int, window: int) -> Verdict:
     digest = hashlib.sha256(value.encode()).hexdigest()[:32]
     key = f"subscriptions:rl:{scope}:{digest}:{bucket}"
     try:
-        cache.add(key, 0, timeout=window + 5)
-        count = cache.incr(key)
+        # The counters' own cache: page entries in the default cache cannot evict them.
+        counters = caches["ratelimit"]
+        counters.add(key, 0, timeout=window + 5)
+        count = counters.incr(key)
     except CacheUnavailable:
         return Verdict(allowed=True)  # the cache backend logged the outage once
     except Exception:

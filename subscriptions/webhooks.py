@@ -55,10 +55,16 @@ def validate_webhook_url(url: str) -> str:
     host = parts.hostname or ""
     if not host:
         raise ValidationError({"url": "The URL needs a host."})
+    try:
+        port = parts.port  # urllib raises ValueError past 65535 (this was a 500)
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        raise ValidationError({"url": "The port must be a number from 1 to 65535."})
     if settings.WEBHOOK_ALLOW_PRIVATE:
         return url
     try:
-        infos = socket.getaddrinfo(host, parts.port or (443 if parts.scheme == "https" else 80))
+        infos = socket.getaddrinfo(host, port or (443 if parts.scheme == "https" else 80))
     except (socket.gaierror, UnicodeError):
         raise ValidationError({"url": "The webhook host does not resolve."}) from None
     addresses = {str(info[4][0]) for info in infos}

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from incidents import services
+from incidents.markdown import render_markdown
 from incidents.models import ImpactWindow, Incident, Location, Product, ProductGroup
 
 
@@ -19,6 +20,9 @@ def make_group(name: str = "Workspace", position: int = 0) -> ProductGroup:
 
 def make_product(name: str = "Gmail", *, is_public: bool = True, position: int = 0, **kw: Any) -> Product:
     slug = kw.pop("slug", name.lower().replace(" ", "-"))
+    if kw.get("description"):
+        # Written the way the services write it: the rendered HTML is stored beside it.
+        kw.setdefault("description_html", render_markdown(kw["description"]))
     return Product.objects.create(name=name, slug=slug, is_public=is_public, position=position, **kw)
 
 

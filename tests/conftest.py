@@ -108,11 +108,13 @@ def _own_var_dir(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
     from edge import cache_backend, guard, page_cache, version
 
     cache.clear()
+    # Rate-limit counters have a cache of their own; a test's hits must not carry over.
+    caches["ratelimit"].clear()
     # The per-process memo too: under frozen time two tests can mint the same version.
     page_cache._memo.clear()
     page_cache._memo_last.clear()

@@ -19,7 +19,7 @@ from incidents.admin.forms import (
     ImpactWindowInlineForm,
     IncidentReportInlineForm,
 )
-from incidents.markdown import render_markdown
+from incidents.markdown import stored_html
 from incidents.models import (
     ActionItem,
     ImpactWindow,
@@ -68,7 +68,7 @@ class IncidentUpdateInline(TabularInlineBase):
 
     @admin.display(description="Update")
     def rendered_body(self, obj: IncidentUpdate) -> SafeString:
-        return mark_safe(render_markdown(obj.body))  # noqa: S308 - sanitised by nh3 in render_markdown
+        return mark_safe(stored_html(obj.body_html))  # noqa: S308 - sanitised by nh3 in stored_html
 
 
 class IncidentReportInline(StackedInlineBase):

@@ -3,18 +3,38 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 
+from core.text import CLOCK_SKEW, SCHEDULE_HORIZON, check_time, clean_text
 from edge import version as public_cache
+from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Incident, Location, Product
 
 
-def require_aware(value: datetime | None, *, field: str) -> None:
-    if value is not None and timezone.is_naive(value):
-        raise ValidationError({field: "A time zone is required."})
+def require_aware(value: datetime | None, *, field: str, past: bool = False) -> None:
+    """Aware, not before 1970, and not in the future (`past`) or not beyond the
+    scheduling horizon (otherwise)."""
+    check_time(value, field=field, future=CLOCK_SKEW if past else SCHEDULE_HORIZON)
+
+
+def horizon_for(incident_kind: str) -> timedelta:
+    """How far ahead an incident's own times may be: maintenance is planned ahead, an
+    incident's start, detection and impact have already happened."""
+    return SCHEDULE_HORIZON if incident_kind == Incident.Kind.MAINTENANCE else CLOCK_SKEW
+
+
+def markdown_field(value: str | None, *, field: str, required: bool = False) -> tuple[str, str]:
+    """Clean a Markdown source and render it for storage: (source, html).
+
+    Rendering happens here, once, at write time; refusals (too long, too deep, too slow
+    to render) are field errors like any other.
+    """
+    source = clean_text(value, field=field)
+    if required and not source.strip():
+        raise ValidationError({field: "This field is required."})
+    return source, render_for_storage(source, field=field)
 
 
 @dataclass(frozen=True)
@@ -30,14 +50,21 @@ class WindowSpec:
 
 
 def validate_window(
-    *, level: str, started_at: datetime, ended_at: datetime | None, product: Product | None
+    *,
+    level: str,
+    started_at: datetime,
+    ended_at: datetime | None,
+    product: Product | None,
+    incident_kind: str = Incident.Kind.INCIDENT,
 ) -> None:
     if product is None:
         raise ValidationError({"product": "Choose the affected product."})
     if level not in ImpactWindow.Level.values:
         raise ValidationError({"level": f"Unknown impact level {level!r}."})
-    require_aware(started_at, field="started_at")
-    require_aware(ended_at, field="ended_at")
+    if started_at is None:
+        raise ValidationError({"started_at": "This field is required."})
+    check_time(started_at, field="started_at", future=horizon_for(incident_kind))
+    check_time(ended_at, field="ended_at", future=horizon_for(incident_kind))
     if ended_at is not None and ended_at < started_at:
         raise ValidationError({"ended_at": "The end must not be before the start."})
 

@@ -11,6 +11,7 @@ from django.db import transaction
 from core.text import clean_single_line
 from edge import version as public_cache
 from incidents.models import ActionItem, Incident
+from incidents.services._common import markdown_field
 
 
 @transaction.atomic
@@ -28,6 +29,7 @@ def action_item_create(
     status: str = ActionItem.Status.OPEN,
 ) -> ActionItem:
     title = clean_single_line(title, field="title")
+    description, description_html = markdown_field(description, field="description")
     item = ActionItem(
         incident=incident,
         title=title,
@@ -37,6 +39,7 @@ def action_item_create(
         due_date=due_date,
         tracker_url=tracker_url,
         description=description,
+        description_html=description_html,
         is_public=is_public,
         status=status,
     )
@@ -61,11 +64,16 @@ def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem
     was_public = item.is_public
     if "title" in changes:
         changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+    extra: list[str] = []
+    if "description" in changes:
+        description, item.description_html = markdown_field(changes["description"], field="description")
+        changes = {**changes, "description": description}
+        extra.append("description_html")
     for name, value in changes.items():
         setattr(item, name, value)
     item.full_clean()
     if changes:
-        item.save(update_fields=[*changes, "updated_at"])
+        item.save(update_fields=[*changes, *extra, "updated_at"])
         if was_public or item.is_public:
             public_cache.public_state_changed()
     return item

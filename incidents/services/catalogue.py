@@ -12,8 +12,9 @@ from typing import Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
-from core.text import clean_single_line
+from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
+from incidents.markdown import render_for_storage
 from incidents.models import Location, Product, ProductGroup
 
 M = TypeVar("M", bound=models.Model)
@@ -30,7 +31,12 @@ def _save(instance: M, *, changes: dict[str, Any], allowed: frozenset[str], sing
     for name, value in changes.items():
         if name in single_line and (value or name != "display_name"):
             value = clean_single_line(value, field=name, max_length=single_line[name])
+        if name == "description":
+            value = clean_text(value, field=name)
+            instance.description_html = render_for_storage(value, field=name)  # type: ignore[attr-defined]
         setattr(instance, name, value)
+    if "position" in changes:
+        check_range(instance.position, field="position", low=0, high=2**31 - 1)  # type: ignore[attr-defined]
     instance.full_clean()
     instance.save()
     public_cache.public_state_changed()

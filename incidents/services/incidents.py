@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from core.text import clean_single_line
+from core.text import check_time, clean_single_line, clean_text
 from edge import version as public_cache
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
-from incidents.services._common import WindowSpec, require_aware, validate_window
+from incidents.services._common import WindowSpec, horizon_for, markdown_field, require_aware, validate_window
 from incidents.services.windows import LevelSpec, impact_levels_set
 
 Status = Incident.Status
@@ -32,10 +32,12 @@ def _timeline_entry(
     notify: bool,
 ) -> IncidentUpdate:
     """Post one timeline entry, tell the rooms above, and mark the public state changed."""
+    body, body_html = markdown_field(body, field="body", required=True)
     update = IncidentUpdate.objects.create(
         incident=incident,
         status=status,
         body=body,
+        body_html=body_html,
         display_at=display_at,
         author=author,
         notify_subscribers=notify,
@@ -77,13 +79,14 @@ def incident_open(
     status = status or (Status.SCHEDULED if is_maintenance else Status.INVESTIGATING)
     if status not in allowed or status in Incident.CLOSED_STATUSES:
         raise ValidationError({"status": f"A new {kind} cannot start as {status!r}."})
-    for name, value in (
-        ("started_at", started_at),
-        ("detected_at", detected_at),
-        ("scheduled_for", scheduled_for),
-        ("scheduled_until", scheduled_until),
-    ):
+    ahead = horizon_for(kind)
+    for name, value in (("started_at", started_at), ("detected_at", detected_at)):
+        check_time(value, field=name, future=ahead)
+    for name, value in (("scheduled_for", scheduled_for), ("scheduled_until", scheduled_until)):
         require_aware(value, field=name)
+    summary, summary_html = markdown_field(summary, field="summary")
+    body = clean_text(body, field="body")
+    internal_notes = clean_text(internal_notes, field="internal_notes")
     if is_maintenance:
         if scheduled_for is None or scheduled_until is None:
             raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
@@ -93,14 +96,21 @@ def incident_open(
     started_at = started_at or timezone.now()
     if detected_at is not None and detected_at < started_at:
         raise ValidationError({"detected_at": "Detection cannot precede the start of impact."})
+    rendered_windows = []
     for spec in windows:
         validate_window(
-            level=spec.level, started_at=spec.started_at, ended_at=spec.ended_at, product=spec.product
+            level=spec.level,
+            started_at=spec.started_at,
+            ended_at=spec.ended_at,
+            product=spec.product,
+            incident_kind=kind,
         )
+        rendered_windows.append(markdown_field(spec.description, field="description"))
 
     incident = Incident.objects.create(
         title=title,
         summary=summary,
+        summary_html=summary_html,
         internal_notes=internal_notes,
         kind=kind,
         status=status,
@@ -122,9 +132,10 @@ def incident_open(
                 level=spec.level,
                 started_at=spec.started_at,
                 ended_at=spec.ended_at,
-                description=spec.description,
+                description=description,
+                description_html=description_html,
             )
-            for spec in windows
+            for spec, (description, description_html) in zip(windows, rendered_windows, strict=True)
         ]
     )
     _timeline_entry(
@@ -156,7 +167,7 @@ def incident_post_update(
     """
     if not (body or "").strip():
         raise ValidationError({"body": "Say what changed."})
-    require_aware(display_at, field="display_at")
+    check_time(display_at, field="display_at", future=horizon_for(incident.kind))
     allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
     if status not in allowed:
         raise ValidationError({"status": f"{status!r} is not a status for this {incident.kind}."})
@@ -204,7 +215,9 @@ def incident_resolve(
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.is_closed:
         raise ValidationError("This incident is already resolved.")
-    require_aware(resolved_at, field="resolved_at")
+    # An incident's resolution is never in the future: one "in 9999" left the product in
+    # major outage for good. A maintenance may be completed on its planned schedule.
+    check_time(resolved_at, field="resolved_at", future=horizon_for(incident.kind))
     resolved_at = resolved_at or timezone.now()
     if resolved_at < incident.started_at:
         raise ValidationError({"resolved_at": "The resolution cannot precede the start."})
@@ -264,11 +277,21 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if "title" in changes:
         changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+    extra: list[str] = []
+    if "summary" in changes:
+        summary, incident.summary_html = markdown_field(changes["summary"], field="summary")
+        changes = {**changes, "summary": summary}
+        extra.append("summary_html")
+    if "internal_notes" in changes:
+        changes = {**changes, "internal_notes": clean_text(changes["internal_notes"], field="internal_notes")}
     if "impact" in changes and changes["impact"] not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {changes['impact']!r}."})
     if "started_at" in changes and changes["started_at"] is None:
         raise ValidationError({"started_at": "This field is required."})
-    for name in ("started_at", "detected_at", "mitigated_at", "scheduled_for", "scheduled_until"):
+    for name in ("started_at", "detected_at", "mitigated_at"):
+        if name in changes:
+            check_time(changes[name], field=name, future=horizon_for(incident.kind))
+    for name in ("scheduled_for", "scheduled_until"):
         if name in changes:
             require_aware(changes[name], field=name)
     recurrence = changes.get("recurrence_of")
@@ -288,7 +311,7 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
         if incident.scheduled_until < incident.scheduled_for:
             raise ValidationError({"scheduled_until": "The end must not be before the start."})
     if changes:
-        incident.save(update_fields=[*changes, "updated_at"])
+        incident.save(update_fields=[*changes, *extra, "updated_at"])
         public_cache.public_state_changed()
     return incident
 

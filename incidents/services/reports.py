@@ -12,7 +12,7 @@ from django.utils import timezone
 from edge import version as public_cache
 from incidents import events
 from incidents.models import Incident, IncidentReport
-from incidents.services._common import require_aware, touch
+from incidents.services._common import markdown_field, require_aware, touch
 
 Status = Incident.Status
 
@@ -32,10 +32,15 @@ def report_save(
         raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
     report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
     report.kind = kind
-    report.summary = summary
-    report.root_cause = root_cause
-    report.remediation = remediation
-    report.impact_description = impact_description
+    for name, value in (
+        ("summary", summary),
+        ("root_cause", root_cause),
+        ("remediation", remediation),
+        ("impact_description", impact_description),
+    ):
+        source, html = markdown_field(value, field=name)
+        setattr(report, name, source)
+        setattr(report, f"{name}_html", html)
     report.save()
     if report.is_published:
         touch(incident)
@@ -58,7 +63,7 @@ def report_publish(
         raise ValidationError("Resolve the incident before publishing its report.")
     if not report.summary.strip():
         raise ValidationError({"summary": "A published report needs a summary."})
-    require_aware(published_at, field="published_at")
+    require_aware(published_at, field="published_at", past=True)
     report.status = IncidentReport.Status.PUBLISHED
     report.published_at = published_at or timezone.now()
     report.save(update_fields=["status", "published_at", "updated_at"])

@@ -10,8 +10,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.text import check_time
 from incidents.models import ImpactWindow, Incident, Location, Product
-from incidents.services._common import require_aware, touch, validate_window
+from incidents.services._common import horizon_for, markdown_field, require_aware, touch, validate_window
 
 
 @transaction.atomic
@@ -25,7 +26,10 @@ def impact_window_add(
     location: Location | None = None,
     description: str = "",
 ) -> ImpactWindow:
-    validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
+    validate_window(
+        level=level, started_at=started_at, ended_at=ended_at, product=product, incident_kind=incident.kind
+    )
+    description, description_html = markdown_field(description, field="description")
     window = ImpactWindow.objects.create(
         incident=incident,
         product=product,
@@ -34,6 +38,7 @@ def impact_window_add(
         started_at=started_at,
         ended_at=ended_at,
         description=description,
+        description_html=description_html,
     )
     touch(incident)
     return window
@@ -44,7 +49,7 @@ def impact_window_close(*, window: ImpactWindow, ended_at: datetime | None = Non
     window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
     if window.ended_at is not None:
         raise ValidationError("This impact window is already closed.")
-    require_aware(ended_at, field="ended_at")
+    check_time(ended_at, field="ended_at", future=horizon_for(window.incident.kind))
     ended_at = ended_at or timezone.now()
     if ended_at < window.started_at:
         raise ValidationError({"ended_at": "The end must not be before the start."})
@@ -67,14 +72,31 @@ def impact_window_edit(
 ) -> ImpactWindow:
     """Correct an impact window (scope, level, times); the same rules as adding one."""
     window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
-    validate_window(level=level, started_at=started_at, ended_at=ended_at, product=product)
+    validate_window(
+        level=level,
+        started_at=started_at,
+        ended_at=ended_at,
+        product=product,
+        incident_kind=window.incident.kind,
+    )
+    description, window.description_html = markdown_field(description, field="description")
     window.product = product
     window.location = location
     window.level = level
     window.started_at = started_at
     window.ended_at = ended_at
     window.description = description
-    window.save(update_fields=["product", "location", "level", "started_at", "ended_at", "description"])
+    window.save(
+        update_fields=[
+            "product",
+            "location",
+            "level",
+            "started_at",
+            "ended_at",
+            "description",
+            "description_html",
+        ]
+    )
     touch(window.incident)
     return window
 
@@ -137,7 +159,7 @@ def impact_levels_set(*, incident: Incident, levels: Sequence[LevelSpec], at: da
     window at `at` and opens one there (none for `operational`). Closing at a time before
     the open window began would make a negative window, so it is refused, naming the time.
     """
-    require_aware(at, field="display_at")
+    require_aware(at, field="display_at", past=True)
     seen: set[tuple[int, int | None]] = set()
     for spec in levels:
         if spec.level not in LEVEL_CHOICES:

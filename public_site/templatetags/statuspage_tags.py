@@ -1,5 +1,6 @@
-"""Template helpers. `markdown` is the only filter that emits user-derived HTML, and it
-does so through the one render-and-sanitise function."""
+"""Template helpers. `stored_html` (the HTML the services rendered when the text was
+written, sanitised again) and `markdown` (previews of unsaved text in the admin) are the
+only filters that emit user-derived HTML, both through incidents.markdown."""
 
 from __future__ import annotations
 
@@ -8,17 +9,27 @@ from functools import lru_cache
 
 from django import template
 from django.urls import get_script_prefix, reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from incidents.intervals import format_duration
-from incidents.markdown import render_markdown
+from incidents.markdown import render_markdown, stored_html
 
 register = template.Library()
 
 
+@register.filter(name="stored_html")
+def stored_html_filter(html: str | None) -> SafeString:
+    return mark_safe(stored_html(html))  # noqa: S308 - output is sanitised by nh3
+
+
 @register.filter(name="markdown")
 def markdown_filter(text: str) -> SafeString:
-    return mark_safe(render_markdown(text))  # noqa: S308 - output is sanitised by nh3
+    """Preview of text not stored yet; text outside the render bounds says why."""
+    try:
+        return mark_safe(render_markdown(text))  # noqa: S308 - output is sanitised by nh3
+    except ValueError as exc:
+        return format_html("<p><em>{}</em></p>", str(exc))
 
 
 @register.filter(name="duration")

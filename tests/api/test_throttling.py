@@ -88,13 +88,12 @@ def test_it_throttles_token_callers_per_user(
 
 def test_it_fails_open_when_the_cache_is_down(anon: Client, world: World, low_limits: Any) -> None:
     # Nothing listens on port 1: every cache call fails at once.
-    low_limits.CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": "redis://127.0.0.1:1/0",
-            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
-        }
+    down = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:1/0",
+        "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
     }
+    low_limits.CACHES = {"default": down, "ratelimit": down}
     assert hit(anon, 5) == [200] * 5
     assert hit(anon, 2, "/api/v1/incidents/") == [200, 200]
 
@@ -102,11 +101,10 @@ def test_it_fails_open_when_the_cache_is_down(anon: Client, world: World, low_li
 def test_it_throttles_through_real_redis(anon: Client, world: World, low_limits: Any, redis_url: str) -> None:
     parsed = urlparse(redis_url)
     location = f"redis://{parsed.hostname}:{parsed.port or 6379}/12"
-    low_limits.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}
-    }
-    caches["default"].clear()
+    redis_cache = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": location}
+    low_limits.CACHES = {"default": redis_cache, "ratelimit": {**redis_cache, "KEY_PREFIX": "rl"}}
+    caches["ratelimit"].clear()
     try:
         assert hit(anon, 4) == [200, 200, 200, 429]
     finally:
-        caches["default"].clear()
+        caches["ratelimit"].clear()

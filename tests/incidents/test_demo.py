@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.core import mail
 from django.core.management import call_command
 from django.db.models import Model
+from django.test import RequestFactory
 
 from demo import incidents as demo
 from incidents import selectors
@@ -155,7 +156,10 @@ def test_it_creates_a_staff_login(client) -> None:  # type: ignore[no-untyped-de
 
     user = User.objects.get(username="staff")
     assert user.is_staff and user.is_superuser and user.email == "staff@example.com"
-    assert client.login(username="staff", password="staff-demo")
+    # The login limiter (django-axes) needs the request the credentials came with.
+    assert client.login(
+        request=RequestFactory().post("/admin/login/"), username="staff", password="staff-demo"
+    )
     response = client.get("/admin/")
     assert response.status_code == 200
 

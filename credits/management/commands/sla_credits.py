@@ -45,10 +45,13 @@ class Command(BaseCommand):
             period = sla.Period.parse(options["period"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        if options["action"] == "compute":
-            self._compute(period, as_json=options["json"])
-        else:
-            self._send(period)
+        try:
+            if options["action"] == "compute":
+                self._compute(period, as_json=options["json"])
+            else:
+                self._send(period)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
 
     def _compute(self, period: sla.Period, *, as_json: bool) -> None:
         summary = services.credits_compute(period=period, progress=self._progress)
