@@ -546,3 +546,35 @@ def test_it_refuses_retry_caps_near_the_visibility_timeout(settings) -> None:  #
     settings.OUTBOX_RETRY_MAX_DELAY = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
     settings.OUTBOX_LEASE_SECONDS = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
     assert [e.id for e in check_retry_cap()] == ["outbox.E001", "outbox.E002"]
+
+
+def test_it_lets_staff_confirm_or_retry_a_message_under_review(
+    smtp: SmtpSink, recorded, staff_client, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    settings.OUTBOX_RETRY_BASE_DELAY = 0
+    settings.OUTBOX_RETRY_MAX_DELAY = 0
+    smtp.handler.drop_after_data = True
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _enqueue("amb-1")
+        second = _enqueue("amb-2")
+    for _ in range(3):  # the one resend each, then nothing more
+        services.outbox_sweep()
+    first.refresh_from_db()
+    assert (first.state, first.ambiguous_count) == (MessageState.REVIEW, 2)
+    assert smtp.handler.counts_by_message_id()[first.message_id] == 2
+    listing = staff_client.get("/admin/outbox/outboundmessage/?state__exact=review")
+    assert listing.status_code == 200 and b"amb-1" not in listing.content
+    response = staff_client.post(
+        "/admin/outbox/outboundmessage/",
+        {"action": "confirm_delivered", "_selected_action": [first.pk]},
+    )
+    assert response.status_code == 302
+    first.refresh_from_db()
+    assert first.state == MessageState.SENT
+    assert recorded["sent"] == [first.pk]
+    smtp.handler.drop_after_data = False
+    with django_capture_on_commit_callbacks(execute=True):
+        services.message_retry(message=second)
+    second.refresh_from_db()
+    assert second.state == MessageState.SENT
+    assert smtp.handler.counts_by_message_id()[second.message_id] == 3
