@@ -216,6 +216,7 @@ def start_workers(env: dict[str, str], count: int) -> tuple[list[subprocess.Pope
         log = open(path, "wb")  # noqa: SIM115 - the child owns it
         cmd = [celery, "-A", "statuspage", "worker", "-c", "2", "--without-gossip", "--without-mingle"]
         cmd += ["--without-heartbeat", "--loglevel=INFO", f"--hostname=bench{n}@%h"]
+        cmd += ["--queues=email,webhooks,periodic"]
         env = {**env, "LOG_LEVEL": "WARNING"}
         procs.append(
             subprocess.Popen(

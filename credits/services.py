@@ -21,7 +21,8 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Prefetch, QuerySet
+from django.db.models import CharField, F, OuterRef, Prefetch, QuerySet, Subquery, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from core.text import clean_single_line
@@ -438,33 +439,37 @@ def _approve_chunk(
             )
         )
     if to_queue:
-        keys = outbox.messages_enqueue_many(specs)
-        messages = {
-            m.idempotency_key: m
-            for m in OutboundMessage.objects.filter(idempotency_key__in=keys).only(
-                "pk", "idempotency_key", "message_id", "state", "sent_at"
-            )
-        }
-        for notice, key in zip(to_queue, keys, strict=True):
-            message = messages[key]
-            notice.state = NoticeState.QUEUED
-            notice.approved_at = now
-            notice.approved_by = actor  # type: ignore[assignment]
-            notice.message = message
-            notice.email_message_id = message.message_id
-            notice.updated_at = now
-        CreditNotice.objects.bulk_update(
-            to_queue,
-            ["state", "approved_at", "approved_by", "message", "email_message_id", "updated_at"],
-            batch_size=1000,
+        outbox.messages_enqueue_many(specs)
+        # Link each notice to its email in one UPDATE: the key is computed from the
+        # notice's own columns (notice_outbox_key), and the outbox's unique index on it
+        # makes each subquery a single index lookup.
+        key = Concat(
+            Value("credit-notice:"),
+            Cast("customer_id", CharField()),
+            Value(":"),
+            Cast("policy_id", CharField()),
+            Value(":"),
+            F("period"),
+            output_field=CharField(),
+        )
+        message = OutboundMessage.objects.filter(idempotency_key=OuterRef("outbox_key"))
+        CreditNotice.objects.filter(pk__in=[n.pk for n in to_queue]).annotate(outbox_key=key).update(
+            state=NoticeState.QUEUED,
+            approved_at=now,
+            approved_by=actor,
+            message_id=Subquery(message.values("pk")[:1]),
+            email_message_id=Subquery(message.values("message_id")[:1]),
+            updated_at=now,
         )
         summary.queued += len(to_queue)
-        for notice in to_queue:
-            if notice.message is not None and notice.message.state == MessageState.SENT:
-                # Sent under this key before (the first notice for this customer, policy
-                # and month was deleted by hand and computed again): record it, send
-                # nothing, and leave the term alone: the first notice already moved it.
-                _mark_sent(notice, notice.message, extend_term=False)
+        # Sent under this key before (the first notice for this customer, policy and month
+        # was deleted by hand and computed again): record it, send nothing, and leave the
+        # term alone: the first notice already moved it.
+        for notice in CreditNotice.objects.filter(
+            pk__in=[n.pk for n in to_queue], message__state=MessageState.SENT
+        ).select_related("message"):
+            assert notice.message is not None
+            _mark_sent(notice, notice.message, extend_term=False)
     for notice in rows:
         if notice.state == NoticeState.FAILED and notice.message is not None:
             outbox.message_retry(message=notice.message)
@@ -472,7 +477,7 @@ def _approve_chunk(
             notice.last_error = ""
             notice.save(update_fields=["state", "last_error", "updated_at"])
             summary.retried += 1
-        elif notice not in to_queue:
+        elif notice.state not in (NoticeState.COMPUTED, NoticeState.APPROVED):
             summary.skipped += 1
 
 
@@ -522,8 +527,13 @@ def _on_notices_sent(messages: list[OutboundMessage]) -> None:
     that field stays the once-only guard.
     """
     by_message = {m.pk: m for m in messages}
-    notices = list(CreditNotice.objects.select_for_update().filter(message_id__in=by_message).order_by("pk"))
-    notices = [n for n in notices if n.state != NoticeState.SENT]
+    notices = list(
+        CreditNotice.objects.select_for_update()
+        .filter(message_id__in=by_message)
+        .exclude(state=NoticeState.SENT)
+        .order_by("pk")
+        .only("pk", "customer_id", "unit", "credit", "term_extended_at", "message_id")
+    )
     if not notices:
         return
     now = timezone.now()
@@ -531,33 +541,37 @@ def _on_notices_sent(messages: list[OutboundMessage]) -> None:
     for notice in notices:
         if notice.unit == CreditNotice.Unit.DAYS and notice.term_extended_at is None:
             day_credits[notice.customer_id] = day_credits.get(notice.customer_id, 0) + int(notice.credit)
-    customers = {
-        c.pk: c for c in Customer.objects.select_for_update().filter(pk__in=day_credits).order_by("pk")
-    }
-    moved = []
-    for customer_id, days in day_credits.items():
-        customer = customers.get(customer_id)
-        if customer is not None and customer.term_end_date is not None:
-            customer.term_end_date = customer.term_end_date + timedelta(days=days)
-            customer.updated_at = now
-            moved.append(customer)
-    Customer.objects.bulk_update(moved, ["term_end_date", "updated_at"])
-    moved_ids = {c.pk for c in moved}
-    for notice in notices:
-        message = by_message[notice.message_id]  # type: ignore[index]
-        notice.state = NoticeState.SENT
-        notice.sent_at = message.sent_at or now
-        notice.last_error = ""
-        notice.updated_at = now
-        if (
-            notice.unit == CreditNotice.Unit.DAYS
-            and notice.term_extended_at is None
-            and notice.customer_id in moved_ids
-        ):
-            notice.term_extended_at = now
-    CreditNotice.objects.bulk_update(
-        notices, ["state", "sent_at", "last_error", "updated_at", "term_extended_at"]
+    # Lock the customers (after the notices, the order _mark_sent uses), then move each
+    # term once: customers owed the same number of days share one UPDATE.
+    with_term = set(
+        Customer.objects.select_for_update()
+        .filter(pk__in=day_credits, term_end_date__isnull=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
+    by_days: dict[int, list[int]] = {}
+    for customer_id, days in day_credits.items():
+        if customer_id in with_term:
+            by_days.setdefault(days, []).append(customer_id)
+    for days, customer_ids in by_days.items():
+        Customer.objects.filter(pk__in=customer_ids).update(
+            term_end_date=F("term_end_date") + timedelta(days=days), updated_at=now
+        )
+    ids = [n.pk for n in notices]
+    CreditNotice.objects.filter(pk__in=ids).update(
+        state=NoticeState.SENT,
+        sent_at=Subquery(OutboundMessage.objects.filter(pk=OuterRef("message_id")).values("sent_at")[:1]),
+        last_error="",
+        updated_at=now,
+    )
+    extended = [
+        n.pk
+        for n in notices
+        if n.unit == CreditNotice.Unit.DAYS and n.term_extended_at is None and n.customer_id in with_term
+    ]
+    if extended:
+        # The once-only guard, set in the same transaction as the move.
+        CreditNotice.objects.filter(pk__in=extended).update(term_extended_at=now)
 
 
 def _on_notice_failed(message: OutboundMessage) -> None:

@@ -57,7 +57,10 @@ class QueueWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
-            self.peak = max(self.peak, sum(int(self.client.llen(q)) for q in QUEUES))
+            total = 0
+            for queue in QUEUES:
+                total += int(self.client.llen(queue))  # type: ignore[arg-type]  # sync client
+            self.peak = max(self.peak, total)
 
     def __enter__(self) -> QueueWatch:
         self._thread.start()
