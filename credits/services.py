@@ -425,8 +425,9 @@ def _approve_chunk(
 ) -> None:
     to_queue = [n for n in rows if n.state in (NoticeState.COMPUTED, NoticeState.APPROVED)]
     specs = []
+    renderer = emails.CreditNoticeRenderer()
     for notice in to_queue:
-        subject, text, html = emails.render_credit_notice(notice)
+        subject, text, html = renderer.render(notice)
         specs.append(
             outbox.EmailSpec(
                 key=notice_outbox_key(notice),
