@@ -242,6 +242,8 @@ def main() -> None:
     if args.redis_url and args.database_url.startswith("sqlite"):
         raise SystemExit("worker mode needs PostgreSQL (--database-url postgres://...)")
 
+    # A SIGTERM (or `timeout`) still stops the workers: the finally below runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     port = free_port()
     counter = multiprocessing.Value("l", 0)
     ready = multiprocessing.Event()

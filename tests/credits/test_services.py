@@ -333,9 +333,7 @@ def test_it_renders_alike_notices_once_and_exactly_as_one_by_one(gmail_2009) -> 
     gmail, _ = gmail_2009
     policy = builders.workspace_policy()
     for i, name in enumerate(("Acme", "O'Brien & <Sons>", "Zed")):
-        builders.customer(
-            name, policy=policy, products=[(gmail, None)], emails=[f"billing{i}@example.com"]
-        )
+        builders.customer(name, policy=policy, products=[(gmail, None)], emails=[f"billing{i}@example.com"])
     builders.customer("No term", policy=policy, products=[(gmail, None)], term_end_date=None)
     services.credits_compute(period="2009-09")
     renderer = emails.CreditNoticeRenderer()
