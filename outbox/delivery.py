@@ -223,19 +223,25 @@ def _error_text(exc: BaseException) -> str:
 
 
 def send_email_batch(
-    messages: Sequence[OutboundMessage], on_sent: Callable[[int], None] | None = None
+    messages: Sequence[OutboundMessage],
+    on_sent: Callable[[int], None] | None = None,
+    deadline: float | None = None,
 ) -> list[Result | None]:
     """Send `messages` in order over one SMTP session; one result per message.
 
     Stops at the first sign that the server itself is unavailable (OUTAGE) or that the
     session died (AMBIGUOUS): the messages after it are not tried (None). `on_sent(i)`
-    is called the moment message i is accepted.
+    is called the moment message i is accepted. No message is started after `deadline`
+    (time.monotonic()): the claim's lease must outlast the batch, so a slow batch stops
+    early and gives the rest back rather than let another worker reclaim them mid-send.
     """
     if not _smtp_backend_in_use():
-        results: list[Result | None] = []
+        results: list[Result | None] = [None] * len(messages)
         for index, message in enumerate(messages):
+            if index and deadline is not None and time.monotonic() > deadline:
+                break
             result = _send_with_backend(message)
-            results.append(result)
+            results[index] = result
             if on_sent is not None and result.outcome == SENT:
                 on_sent(index)
         return results
@@ -244,6 +250,8 @@ def send_email_batch(
     reused = False
     exchanged = False  # any command answered on this session in this batch
     for index, message in enumerate(messages):
+        if index and deadline is not None and time.monotonic() > deadline:
+            return results
         envelope = _envelope(build_email(message))
         for try_number in (1, 2):
             if session is None:

@@ -863,6 +863,9 @@ class BatchResult:
 
 def _send_batch(claims: list[Claim]) -> list[delivery.Result | None]:
     messages = [message for message, _ in claims]
+    # Half the lease: the last message started before it still finishes well inside the
+    # lease, so no other worker can reclaim a row of this batch while it is being sent.
+    deadline = time.monotonic() + conf.lease_seconds() / 2
 
     def mark_sent(index: int) -> None:
         # At once, in its own statement: should the worker die before the batch is
@@ -879,9 +882,11 @@ def _send_batch(claims: list[Claim]) -> list[delivery.Result | None]:
         )
 
     if messages[0].channel == Channel.EMAIL:
-        return delivery.send_email_batch(messages, on_sent=mark_sent)
+        return delivery.send_email_batch(messages, on_sent=mark_sent, deadline=deadline)
     results: list[delivery.Result | None] = [None] * len(messages)
     for index, message in enumerate(messages):
+        if index and time.monotonic() > deadline:
+            break  # the rest goes back, see above
         results[index] = result = delivery.send_webhook(message)
         if result.outcome == delivery.SENT:
             mark_sent(index)

@@ -224,8 +224,8 @@ def test_it_holds_messages_through_an_outage_behind_the_breaker_then_resumes(
     settings.OUTBOX_RETRY_BASE_DELAY = 0.0
     settings.OUTBOX_RETRY_MAX_DELAY = 0.0
     settings.OUTBOX_BREAKER_THRESHOLD = 3
-    settings.OUTBOX_BREAKER_COOLDOWN = 0.3
-    settings.OUTBOX_BREAKER_MAX_COOLDOWN = 0.3
+    settings.OUTBOX_BREAKER_COOLDOWN = 60  # the cool-down is ended by hand below
+    settings.OUTBOX_BREAKER_MAX_COOLDOWN = 60
     smtp.handler.mail_reply = "421 4.7.0 Service not available"
     with django_capture_on_commit_callbacks(execute=True):
         messages = [_enqueue(f"out-{i}") for i in range(5)]
@@ -245,7 +245,9 @@ def test_it_holds_messages_through_an_outage_behind_the_breaker_then_resumes(
     assert outage.count() == 3
     # The mail server comes back; after the cool-down one probe goes, then the rest.
     smtp.handler.mail_reply = None
-    time.sleep(0.35)
+    services.outbox_sweep()
+    assert smtp.handler.connections == 3  # still cooling down: the sweep queued nothing
+    Destination.objects.update(open_until=timezone.now() - timedelta(seconds=1))
     services.outbox_sweep()
     assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
     assert smtp.handler.counts_by_message_id() == {m.message_id: 1 for m in messages}
