@@ -156,6 +156,10 @@ def main() -> None:
         # deliver what was expanded, so the delivery rate is measured on its own.
         NotificationEvent.objects.filter(pk=event.pk).update(done_at=datetime.now(UTC))
         redis.Redis.from_url(args.redis_url).flushdb()
+        # The flush dropped the delivery task the expansion queued: free its reservation.
+        from outbox.models import Destination
+
+        Destination.objects.update(kicked_at=None)
         env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
         procs, logs = start_workers(env, args.workers)
         wait_for(lambda: all(b" ready." in p.read_bytes() for p in logs), 60, "workers")
