@@ -216,6 +216,7 @@ def start_workers(env: dict[str, str], count: int) -> tuple[list[subprocess.Pope
         log = open(path, "wb")  # noqa: SIM115 - the child owns it
         cmd = [celery, "-A", "statuspage", "worker", "-c", "2", "--without-gossip", "--without-mingle"]
         cmd += ["--without-heartbeat", "--loglevel=INFO", f"--hostname=bench{n}@%h"]
+        cmd += ["--queues=email,webhooks,periodic"]
         env = {**env, "LOG_LEVEL": "WARNING"}
         procs.append(
             subprocess.Popen(
@@ -241,6 +242,8 @@ def main() -> None:
     if args.redis_url and args.database_url.startswith("sqlite"):
         raise SystemExit("worker mode needs PostgreSQL (--database-url postgres://...)")
 
+    # A SIGTERM (or `timeout`) still stops the workers: the finally below runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     port = free_port()
     counter = multiprocessing.Value("l", 0)
     ready = multiprocessing.Event()

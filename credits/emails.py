@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils.html import escape
 
 from credits import sla
 from credits.models import CreditNotice
@@ -96,3 +97,70 @@ def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
     context = notice_context(notice)
     subject = " ".join(render_to_string(SUBJECT, context).split())
     return subject, render_to_string(TEXT, context), render_to_string(HTML, context)
+
+
+# Stands in for the customer's name in a shared render (letters, digits, hyphens: HTML
+# escaping leaves it alone).
+_NAME_MARK = "customer-name-5d2b8e41"
+
+
+class CreditNoticeRenderer:
+    """`render_credit_notice` for many notices, rendering each distinct email once.
+
+    The templates read nothing of a notice but the values of `notice_context`, and the only
+    per-customer one among them is the name. Notices alike in everything else (same policy,
+    period, incidents, figures and dates: the common case when one outage hits many
+    customers on one plan) share one render; the name is put in afterwards, escaped for
+    HTML as the template would. Tests hold it equal to a render per notice.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+
+    @staticmethod
+    def _shape(notice: CreditNotice) -> tuple[Any, ...]:
+        # Everything notice_context reads, but the customer's name (put in afterwards), so
+        # that alike notices skip building the context too.
+        policy, customer = notice.policy, notice.customer
+        incidents = tuple(
+            (i.pk, i.title, i.is_public, i.public_id, i.started_at, i.resolved_at)
+            for i in notice.incidents.all()
+        )
+        return (
+            settings.SITE_NAME,
+            settings.SITE_URL,
+            policy.pk,
+            policy.name,
+            policy.time_zone,
+            policy.target,
+            customer.term_end_date,
+            customer.currency,
+            notice.period,
+            notice.unit,
+            notice.credit,
+            notice.credit_amount,
+            notice.downtime_minutes,
+            notice.uptime_percent,
+            notice.claim_deadline,
+            notice.term_extended_at is not None,
+            incidents,
+        )
+
+    def render(self, notice: CreditNotice) -> tuple[str, str, str]:
+        shape = self._shape(notice)
+        shared = self._memo.get(shape)
+        if shared is None:
+            context = notice_context(notice)
+            stand_in = {**context, "customer": {"name": _NAME_MARK}}
+            shared = (
+                " ".join(render_to_string(SUBJECT, stand_in).split()),
+                render_to_string(TEXT, stand_in),
+                render_to_string(HTML, stand_in),
+            )
+            self._memo[shape] = shared
+        name = notice.customer.name
+        subject, text, html = shared
+        if _NAME_MARK in subject:
+            # Not used by today's subject; rendered per notice should it ever be.
+            return render_credit_notice(notice)
+        return subject, text.replace(_NAME_MARK, name), html.replace(_NAME_MARK, str(escape(name)))

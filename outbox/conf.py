@@ -51,3 +51,37 @@ def visibility_timeout() -> float:
 def smtp_idle_seconds() -> float:
     # Well under typical server idle timeouts (RFC 5321 suggests 5 minutes).
     return float(getattr(settings, "OUTBOX_SMTP_IDLE_SECONDS", 30))
+
+
+def give_up_days() -> float:
+    # Outage-type failures (destination down) do not spend attempts; a message stops
+    # only once it is this old, so an outage of hours loses nothing.
+    return float(getattr(settings, "OUTBOX_GIVE_UP_DAYS", 3))
+
+
+def batch_size() -> int:
+    return int(getattr(settings, "OUTBOX_BATCH_SIZE", 100))
+
+
+def breaker_threshold() -> int:
+    return int(getattr(settings, "OUTBOX_BREAKER_THRESHOLD", 3))
+
+
+def breaker_cooldown() -> float:
+    return float(getattr(settings, "OUTBOX_BREAKER_COOLDOWN", 30))
+
+
+def breaker_max_cooldown() -> float:
+    return float(getattr(settings, "OUTBOX_BREAKER_MAX_COOLDOWN", 300))
+
+
+def publish_timeout() -> float:
+    # The longest a web request or command waits on the broker after its commit.
+    return float(getattr(settings, "OUTBOX_PUBLISH_TIMEOUT", 0.2))
+
+
+def kick_lost_seconds() -> float:
+    # A queued delivery task nobody took for this long is presumed lost (Redis flushed or
+    # restarted empty): the sweeper queues another. If it was only waiting behind busy
+    # workers, that adds one harmless task per period per destination, no more.
+    return float(getattr(settings, "OUTBOX_KICK_LOST_SECONDS", 2 * sweep_grace_seconds()))

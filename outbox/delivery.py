@@ -1,7 +1,18 @@
-"""The transports: send one email or one webhook and classify what happened.
+"""The transports: send emails (a batch over one SMTP session) or one webhook, and classify.
 
-Nothing here touches the database. Each function returns a `Result` saying whether the
-message went out, failed for a reason that may pass (retry later) or failed for good.
+Nothing here touches the database. Each message gets a `Result`:
+
+- SENT: the receiver took it.
+- TRANSIENT: this message was refused for now (a recipient answered 4xx); retry it later,
+  spending one of its attempts.
+- PERMANENT: refused for good (SMTP 5xx, HTTP 4xx); fail at once.
+- OUTAGE: the destination itself is unavailable (connection refused or timed out, 421,
+  a 4xx to MAIL, HTTP 5xx/429): the breaker counts it and the message keeps its attempts.
+- AMBIGUOUS: the connection died after the whole message (or webhook body) was sent and
+  before the reply: the receiver may have it.
+
+In a batch, a message that was not tried (the session died before its turn) has no
+result (None), and goes back unchanged.
 """
 
 from __future__ import annotations
@@ -9,27 +20,32 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import http.client
 import ipaddress
 import json
 import smtplib
 import socket
+import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail.message import sanitize_address
+from django.core.mail.utils import DNS_NAME
 
 from outbox import conf
 
 if TYPE_CHECKING:
     from outbox.models import OutboundMessage
 
-SENT, TRANSIENT, PERMANENT = "sent", "transient", "permanent"
+SENT, TRANSIENT, PERMANENT, OUTAGE, AMBIGUOUS = "sent", "transient", "permanent", "outage", "ambiguous"
+
+SMTP_DESTINATION = "smtp"
 
 
 @dataclass(frozen=True)
@@ -39,10 +55,19 @@ class Result:
     error: str = ""
 
 
+def email_destination() -> str:
+    # One relay per deployment: every email shares one breaker and one batch queue.
+    return SMTP_DESTINATION
+
+
+def webhook_destination(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"webhook:{(parts.hostname or '').lower()}:{port}"
+
+
 def _classify_smtp_code(code: int, error: str) -> Result:
     # RFC 5321: 4xx is a transient negative reply (try again later), 5xx is permanent.
-    if 400 <= code < 500:
-        return Result(TRANSIENT, code, error)
     if code >= 500:
         return Result(PERMANENT, code, error)
     return Result(TRANSIENT, code, error)
@@ -63,20 +88,87 @@ def build_email(message: OutboundMessage) -> EmailMultiAlternatives:
     return email
 
 
-class _ConnectionCache(threading.local):
-    """One open email connection per process (per thread), reused across messages.
+def _envelope(email: EmailMultiAlternatives) -> tuple[str, list[str], bytes]:
+    # Exactly what Django's SMTP backend sends.
+    encoding = email.encoding or settings.DEFAULT_CHARSET
+    from_email = sanitize_address(email.from_email, encoding)
+    recipients = [sanitize_address(addr, encoding) for addr in email.recipients()]
+    return from_email, recipients, email.message().as_bytes(linesep="\r\n")  # type: ignore[call-arg]
 
-    A new SMTP session per message costs a TCP handshake and EHLO; keeping one open
-    roughly doubles throughput. The connection is dropped after any error (its session
-    state is unknown), when it has been idle too long, and when the email settings change.
+
+# --- SMTP -------------------------------------------------------------------------------------
+
+
+class _Tracking:
+    """Knows whether the whole message went out in DATA (the end-of-data dot was written).
+
+    After that moment a lost connection is ambiguous: the server may have queued the
+    message before the reply got lost. Before it, nothing can have been delivered.
     """
 
-    backend: Any = None
+    payload_sent = False
+    _in_data = False
+
+    def send(self, s: Any) -> None:
+        super().send(s)  # type: ignore[misc]
+        if self._in_data and isinstance(s, bytes) and s.endswith(b"\r\n.\r\n"):
+            self.payload_sent = True
+
+    def data(self, msg: Any) -> tuple[int, bytes]:
+        self._in_data = True
+        try:
+            return super().data(msg)  # type: ignore[misc,no-any-return]
+        finally:
+            self._in_data = False
+
+
+class _Session(_Tracking, smtplib.SMTP):
+    pass
+
+
+class _SSLSession(_Tracking, smtplib.SMTP_SSL):
+    pass
+
+
+def _open_session() -> smtplib.SMTP:
+    host, port = settings.EMAIL_HOST, int(settings.EMAIL_PORT)
+    timeout = getattr(settings, "EMAIL_TIMEOUT", None) or 10
+    session: smtplib.SMTP
+    if getattr(settings, "EMAIL_USE_SSL", False):
+        session = _SSLSession(
+            host,
+            port,
+            local_hostname=DNS_NAME.get_fqdn(),
+            timeout=timeout,
+            context=ssl.create_default_context(),
+        )
+    else:
+        session = _Session(host, port, local_hostname=DNS_NAME.get_fqdn(), timeout=timeout)
+    try:
+        if getattr(settings, "EMAIL_USE_TLS", False):
+            session.starttls(context=ssl.create_default_context())
+        if getattr(settings, "EMAIL_HOST_USER", ""):
+            session.login(settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            session.close()
+        raise
+    return session
+
+
+class _SessionCache(threading.local):
+    """One open SMTP session per process (per thread), reused across batches.
+
+    Dropped after any connection-level error (its state is unknown), when it has been
+    idle too long, and when the email settings change.
+    """
+
+    session: Any = None
     key: tuple[Any, ...] = ()
     last_used: float = 0.0
 
 
-_cache = _ConnectionCache()
+_cache = _SessionCache()
 
 
 def _settings_key() -> tuple[Any, ...]:
@@ -94,75 +186,154 @@ def _settings_key() -> tuple[Any, ...]:
 
 
 def close_cached_connection() -> None:
-    backend, _cache.backend = _cache.backend, None
-    if backend is not None:
+    session, _cache.session = _cache.session, None
+    if session is not None:
         # Closing a dead connection may fail; it is gone either way.
         with contextlib.suppress(Exception):
-            backend.close()
+            session.quit()
+        with contextlib.suppress(Exception):
+            session.close()
 
 
-def _connection() -> tuple[Any, bool]:
-    """(an open backend, whether it was reused)."""
+def _cached_session() -> tuple[smtplib.SMTP, bool]:
+    """(an open session, whether it was reused)."""
     key = _settings_key()
     fresh = time.monotonic() - _cache.last_used < conf.smtp_idle_seconds()
-    if _cache.backend is not None and _cache.key == key and fresh:
-        return _cache.backend, True
+    if _cache.session is not None and _cache.key == key and fresh:
+        return _cache.session, True
     close_cached_connection()
-    backend = get_connection(fail_silently=False)
-    backend.open()
-    _cache.backend, _cache.key = backend, key
-    return backend, False
+    session = _open_session()
+    _cache.session, _cache.key, _cache.last_used = session, key, time.monotonic()
+    return session, False
 
 
-def _send_once(email: EmailMultiAlternatives) -> int:
-    backend, reused = _connection()
-    try:
-        sent = backend.send_messages([email])
-    except (smtplib.SMTPServerDisconnected, smtplib.SMTPResponseException) as exc:
-        close_cached_connection()
-        idle_closed = isinstance(exc, smtplib.SMTPServerDisconnected) or exc.smtp_code == 421
-        if not (reused and idle_closed):
-            raise
-        # The server closed our idle session (silently, or with 421) before taking this
-        # message, so one immediate try on a new connection is safe and costs no attempt.
-        backend, _ = _connection()
-        try:
-            sent = backend.send_messages([email])
-        except BaseException:
-            close_cached_connection()
-            raise
-    except BaseException:
-        close_cached_connection()
-        raise
-    _cache.last_used = time.monotonic()
-    return int(sent or 0)
+def _smtp_backend_in_use() -> bool:
+    return str(getattr(settings, "EMAIL_BACKEND", "")) == "django.core.mail.backends.smtp.EmailBackend"
 
 
-def send_email(message: OutboundMessage) -> Result:
-    email = build_email(message)
-    try:
-        sent = _send_once(email)
-    except smtplib.SMTPRecipientsRefused as exc:
-        codes = [code for code, _ in exc.recipients.values()]
-        # A recipient refused with 4xx (mailbox busy, greylisting) may be accepted later.
-        code = min(codes) if codes and min(codes) < 500 else (max(codes) if codes else 550)
-        detail = "; ".join(
-            f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items()
-        )
-        return _classify_smtp_code(code, f"recipient refused: {detail}")
-    except smtplib.SMTPResponseException as exc:
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, smtplib.SMTPResponseException):
         text = (
             exc.smtp_error.decode(errors="replace")
             if isinstance(exc.smtp_error, bytes)
             else str(exc.smtp_error)
         )
-        return _classify_smtp_code(exc.smtp_code, f"{type(exc).__name__}: {exc.smtp_code} {text}")
-    except (smtplib.SMTPException, OSError) as exc:
-        # Connection refused, reset, timed out, or the server hung up: try again later.
-        return Result(TRANSIENT, None, f"{type(exc).__name__}: {exc}")
+        return f"{type(exc).__name__}: {exc.smtp_code} {text}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def send_email_batch(
+    messages: Sequence[OutboundMessage],
+    on_sent: Callable[[int], None] | None = None,
+    deadline: float | None = None,
+) -> list[Result | None]:
+    """Send `messages` in order over one SMTP session; one result per message.
+
+    Stops at the first sign that the server itself is unavailable (OUTAGE) or that the
+    session died (AMBIGUOUS): the messages after it are not tried (None). `on_sent(i)`
+    is called the moment message i is accepted. No message is started after `deadline`
+    (time.monotonic()): the claim's lease must outlast the batch, so a slow batch stops
+    early and gives the rest back rather than let another worker reclaim them mid-send.
+    """
+    if not _smtp_backend_in_use():
+        results: list[Result | None] = [None] * len(messages)
+        for index, message in enumerate(messages):
+            if index and deadline is not None and time.monotonic() > deadline:
+                break
+            result = _send_with_backend(message)
+            results[index] = result
+            if on_sent is not None and result.outcome == SENT:
+                on_sent(index)
+        return results
+    results = [None] * len(messages)
+    session: smtplib.SMTP | None = None
+    reused = False
+    exchanged = False  # any command answered on this session in this batch
+    for index, message in enumerate(messages):
+        if index and deadline is not None and time.monotonic() > deadline:
+            return results
+        envelope = _envelope(build_email(message))
+        for try_number in (1, 2):
+            if session is None:
+                try:
+                    session, reused = _cached_session()
+                except (smtplib.SMTPException, OSError) as exc:
+                    close_cached_connection()
+                    code = exc.smtp_code if isinstance(exc, smtplib.SMTPResponseException) else None
+                    results[index] = Result(OUTAGE, code, f"connect: {_error_text(exc)}")
+                    return results
+            tracked: Any = session
+            tracked.payload_sent = False
+            try:
+                session.sendmail(*envelope)
+            except smtplib.SMTPRecipientsRefused as exc:
+                exchanged = True
+                codes = [code for code, _ in exc.recipients.values()]
+                # A recipient refused with 4xx (mailbox busy, greylisting) may be accepted later.
+                code = min(codes) if codes and min(codes) < 500 else (max(codes) if codes else 550)
+                detail = "; ".join(
+                    f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items()
+                )
+                results[index] = _classify_smtp_code(code, f"recipient refused: {detail}")
+            except smtplib.SMTPResponseException as exc:
+                code = exc.smtp_code
+                if code == 421 and try_number == 1 and reused and not exchanged:
+                    # The server closed our idle session (421 timeout) before this message
+                    # started: nothing was sent on it, so a new session costs no attempt.
+                    close_cached_connection()
+                    session = None
+                    continue
+                exchanged = True
+                if code == 421 or (400 <= code < 500 and not isinstance(exc, smtplib.SMTPDataError)):
+                    # The server as a whole says "not now" (closing, or refusing MAIL).
+                    close_cached_connection()
+                    results[index] = Result(OUTAGE, code, _error_text(exc))
+                    return results
+                # An explicit answer about this message; the session stays usable (smtplib
+                # sent RSET).
+                results[index] = _classify_smtp_code(code, _error_text(exc))
+            except (smtplib.SMTPException, OSError) as exc:
+                close_cached_connection()
+                session = None
+                if tracked.payload_sent:
+                    results[index] = Result(
+                        AMBIGUOUS, None, f"connection lost after DATA: {_error_text(exc)}"
+                    )
+                    return results
+                if try_number == 1 and reused and not exchanged:
+                    # The server closed our idle session before this message started; nothing
+                    # was sent on it, so one immediate try on a new session costs no attempt.
+                    continue
+                results[index] = Result(OUTAGE, None, _error_text(exc))
+                return results
+            else:
+                exchanged = True
+                results[index] = Result(SENT)
+                if on_sent is not None:
+                    on_sent(index)
+            break
+        _cache.last_used = time.monotonic()
+    return results
+
+
+def _send_with_backend(message: OutboundMessage) -> Result:
+    # Non-SMTP backends (file, console, locmem in tests): no session to manage.
+    try:
+        sent = get_connection(fail_silently=False).send_messages([build_email(message)])
+    except Exception as exc:  # noqa: BLE001 - any backend error is a retryable failure
+        return Result(TRANSIENT, None, _error_text(exc))
     if not sent:
         return Result(TRANSIENT, None, "the email backend reported nothing sent")
     return Result(SENT)
+
+
+def send_email(message: OutboundMessage) -> Result:
+    result = send_email_batch([message])[0]
+    assert result is not None  # a batch of one always tries its message
+    return result
+
+
+# --- Webhooks ---------------------------------------------------------------------------------
 
 
 def webhook_body(payload: Any) -> bytes:
@@ -186,7 +357,7 @@ def _host_is_private(host: str) -> bool:
     try:
         infos = socket.getaddrinfo(host, None)
     except OSError:
-        return False  # unresolvable: the request itself will fail as a transient error
+        return False  # unresolvable: the request itself will fail as an outage
     for info in infos:
         address = ipaddress.ip_address(info[4][0])
         if not address.is_global:
@@ -194,46 +365,49 @@ def _host_is_private(host: str) -> bool:
     return False
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A receiver must answer itself: following redirects would let a URL that passed
-    # validation bounce the signed request somewhere else (for example an internal host).
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
-
-
 def send_webhook(message: OutboundMessage) -> Result:
-    host = urlsplit(message.url).hostname or ""
+    parts = urlsplit(message.url)
+    host = parts.hostname or ""
     if not conf.webhook_allow_private() and _host_is_private(host):
         return Result(PERMANENT, None, f"refused: {host} resolves to a private or loopback address")
     body = webhook_body(message.payload)
     timestamp = int(time.time())
-    request = urllib.request.Request(  # noqa: S310 - the scheme is checked at enqueue (http/https)
-        message.url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": f"{getattr(settings, 'SITE_NAME', 'Status')} webhooks",
-            "X-Status-Timestamp": str(timestamp),
-            "X-Status-Signature": webhook_signature(message.secret, timestamp, body),
-            "X-Status-Delivery": message.message_id,
-            # The event name (the payload's meta.event), so a receiver can route on a
-            # header; `purpose` is our handler registry's name, not the receiver's business.
-            "X-Status-Event": webhook_event(message),
-        },
-    )
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": f"{getattr(settings, 'SITE_NAME', 'Status')} webhooks",
+        "X-Status-Timestamp": str(timestamp),
+        "X-Status-Signature": webhook_signature(message.secret, timestamp, body),
+        "X-Status-Delivery": message.message_id,
+        # The event name (the payload's meta.event), so a receiver can route on a
+        # header; `purpose` is our handler registry's name, not the receiver's business.
+        "X-Status-Event": webhook_event(message),
+    }
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    connection: http.client.HTTPConnection
+    # http.client follows no redirects: a receiver must answer itself, so a URL that
+    # passed validation cannot bounce the signed request elsewhere (an internal host).
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(host, parts.port, timeout=conf.webhook_timeout())
+    else:
+        connection = http.client.HTTPConnection(host, parts.port, timeout=conf.webhook_timeout())
     try:
-        with _opener.open(request, timeout=conf.webhook_timeout()) as response:
+        try:
+            connection.connect()
+            connection.request("POST", path, body=body, headers=headers)
+        except (OSError, http.client.HTTPException) as exc:
+            # Not all of the body reached the receiver: nothing can have been processed.
+            return Result(OUTAGE, None, f"{type(exc).__name__}: {exc}")
+        try:
+            response = connection.getresponse()
             status = response.status
-    except urllib.error.HTTPError as exc:
-        status = exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        return Result(TRANSIENT, None, f"{type(exc).__name__}: {exc}")
+            response.read(65536)
+        except (OSError, http.client.HTTPException) as exc:
+            return Result(AMBIGUOUS, None, f"no answer after the body was sent: {type(exc).__name__}: {exc}")
+    finally:
+        connection.close()
     if 200 <= status < 300:
         return Result(SENT, status)
     if status in (408, 425, 429) or status >= 500:
-        return Result(TRANSIENT, status, f"HTTP {status}")
+        # The host is overloaded or down: an outage of the destination, not of this message.
+        return Result(OUTAGE, status, f"HTTP {status}")
     return Result(PERMANENT, status, f"HTTP {status}")

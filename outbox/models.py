@@ -23,6 +23,9 @@ class MessageState(models.TextChoices):
     SENT = "sent", "Sent"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    # The server may have it: the connection dropped after the whole message was sent,
+    # twice. Nothing resends it; staff decide (confirm delivered, or retry).
+    REVIEW = "review", "Needs review (may have been delivered)"
 
 
 class AttemptOutcome(models.TextChoices):
@@ -31,9 +34,21 @@ class AttemptOutcome(models.TextChoices):
     TRANSIENT = "transient", "Transient error (will retry)"
     PERMANENT = "permanent", "Permanent error"
     LOST = "lost", "Lost (worker died or lease expired)"
+    # The destination was unreachable (refused, timed out, 421, HTTP 5xx): the attempt is
+    # given back; such messages give up by age, not by count.
+    OUTAGE = "outage", "Destination unavailable (attempt not counted)"
+    # The connection dropped after the message (or webhook body) was sent, before the
+    # reply: the receiver may or may not have it.
+    AMBIGUOUS = "ambiguous", "Ambiguous (sent, no reply)"
 
 
-FINAL_STATES = (MessageState.SENT, MessageState.FAILED, MessageState.CANCELLED)
+class CircuitState(models.TextChoices):
+    CLOSED = "closed", "Closed (delivering)"
+    OPEN = "open", "Open (not connecting)"
+    HALF_OPEN = "half_open", "Half-open (one probe)"
+
+
+FINAL_STATES = (MessageState.SENT, MessageState.FAILED, MessageState.CANCELLED, MessageState.REVIEW)
 
 
 class OutboundMessage(models.Model):
@@ -45,6 +60,9 @@ class OutboundMessage(models.Model):
     idempotency_key = models.CharField(max_length=255, unique=True)
     purpose = models.CharField(max_length=64, blank=True, help_text="Which handler reacts to the outcome.")
     ref = models.CharField(max_length=200, blank=True, help_text="The caller's object, e.g. notice:42.")
+    destination = models.CharField(
+        max_length=300, blank=True, help_text="Where it goes: 'smtp', or 'webhook:<host>:<port>'."
+    )
     # Email
     to = models.JSONField(default=list, blank=True)
     subject = models.CharField(max_length=998, blank=True)
@@ -58,12 +76,22 @@ class OutboundMessage(models.Model):
     secret = models.CharField(max_length=255, blank=True)
     # Delivery state
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
-    attempts = models.PositiveIntegerField(default=0, help_text="Claims so far (each one may send).")
+    attempts = models.PositiveIntegerField(
+        default=0, help_text="Counted tries (an outage of the destination does not count)."
+    )
+    ambiguous_count = models.PositiveIntegerField(
+        default=0, help_text="Times the connection dropped after the whole message was sent."
+    )
     max_attempts = models.PositiveIntegerField(default=8)
     next_attempt_at = models.DateTimeField(help_text="A pending row is due from this time.")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # Marked sent the moment the receiver said so (one UPDATE per message, so a worker
+    # killed mid-batch resends at most the message it was on), while its on_sent handler
+    # still has to run with the batch's bulk recording; the sweeper runs it if the worker
+    # died in between.
+    handlers_pending = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -85,6 +113,11 @@ class OutboundMessage(models.Model):
             models.Index(fields=["state", "next_attempt_at"], name="outbox_state_due"),
             models.Index(fields=["state", "lease_expires_at"], name="outbox_state_lease"),
             models.Index(fields=["purpose", "ref"], name="outbox_purpose_ref"),
+            # The batch claim: due rows of one destination, oldest first.
+            models.Index(fields=["destination", "state", "next_attempt_at"], name="outbox_dest_due"),
+            models.Index(
+                fields=["updated_at"], condition=Q(handlers_pending=True), name="outbox_handlers_pending"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -121,3 +154,37 @@ class DeliveryAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"Attempt {self.number} of message {self.message_id}: {self.outcome}"
+
+
+class Destination(models.Model):
+    """One receiver (the SMTP relay, a webhook host): its circuit breaker and its kick.
+
+    Shared by every process through the database, the source of truth. The breaker stops
+    connecting after repeated outage-type failures and lets one probe through once the
+    cool-down ran out. `kicked_at` / `kick_taken_at` make at most one "deliver this
+    destination" task wait in the broker at a time, whoever queued it.
+    """
+
+    State = CircuitState
+
+    key = models.CharField(max_length=300, unique=True)
+    state = models.CharField(max_length=10, choices=CircuitState.choices, default=CircuitState.CLOSED)
+    failures = models.PositiveIntegerField(default=0, help_text="Outage-type failures in a row.")
+    opened_count = models.PositiveIntegerField(
+        default=0, help_text="Times opened in a row (cool-down grows)."
+    )
+    open_until = models.DateTimeField(null=True, blank=True)
+    probe_until = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    kicked_at = models.DateTimeField(null=True, blank=True, help_text="A delivery task was queued then.")
+    kick_taken_at = models.DateTimeField(null=True, blank=True, help_text="A worker took that task then.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [
+            models.CheckConstraint(condition=Q(state__in=CircuitState.values), name="destination_state_valid")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state})"

@@ -1,20 +1,31 @@
-"""Writes of the outbox: enqueue, claim, record outcomes, sweep, retry, cancel.
+"""Writes of the outbox: enqueue, claim, deliver in batches, record outcomes, sweep.
 
 How a message travels:
 
-1. `email_enqueue` / `webhook_enqueue` insert a PENDING row in the caller's transaction
-   (idempotent on the key) and ask Celery to deliver it once that transaction commits.
-2. `deliver_message` claims the row with a conditional UPDATE (only one worker can win),
-   which also starts a lease and counts the attempt. It sends, then records the outcome:
-   SENT (and runs the purpose's `on_sent` handler in the same transaction), back to
-   PENDING with a jittered backoff for transient errors, or FAILED for permanent errors
-   or an exhausted budget (running `on_failed`).
-3. `outbox_sweep` (beat, every minute) re-enqueues due PENDING rows nobody picked up
-   (Redis flushed, web process died before enqueueing) and rows whose lease ran out
-   (worker killed mid-send), and fails rows that used up their budget that way.
+1. `email_enqueue` / `webhook_enqueue` / `messages_enqueue_many` insert PENDING rows in
+   the caller's transaction (idempotent on the key). After the commit, one "deliver this
+   destination" task is queued per destination (the SMTP relay, a webhook host), not one
+   per message, with one quick try at the broker (`OUTBOX_PUBLISH_TIMEOUT`); if the broker
+   does not answer, the sweeper queues it later. A `Destination` row makes sure at most
+   one such task waits in the broker per destination, whoever queued it.
+2. `destination_deliver` asks the destination's circuit breaker, claims a batch of due
+   rows (`FOR UPDATE SKIP LOCKED` on PostgreSQL), which starts a lease and counts an
+   attempt on each, sends them over one SMTP session, and records the outcomes in one
+   transaction: SENT (with the purpose's `on_sent` handler in the same transaction),
+   PENDING again with a jittered backoff, FAILED, or REVIEW. A full batch queues the next
+   task first, so several workers drain one destination side by side.
+3. An outage of the destination (refused, timed out, 421, HTTP 5xx) gives the attempt
+   back and feeds the breaker; after `OUTBOX_BREAKER_THRESHOLD` of them nothing connects
+   until the cool-down ends, then one probe goes. Such messages give up by age
+   (`OUTBOX_GIVE_UP_DAYS`), not by count. A connection lost after the whole message was
+   sent is ambiguous: resent once, then left for staff to review.
+4. `outbox_sweep` (beat, every minute) fails rows whose worker kept dying, and queues a
+   task for each destination with due rows or expired leases, unless one is already
+   waiting or its breaker is open; it queues at most `OUTBOX_SWEEP_BATCH` per run.
 
-The only duplicate this allows is the one no sender can rule out: the SMTP server took the
-message but the worker died before recording it. The copy has the same Message-ID.
+The only duplicate this allows is the one no sender can rule out: the server took the
+message but the reply (or the worker) was lost before it was recorded; at most two copies,
+with the same Message-ID.
 """
 
 from __future__ import annotations
@@ -32,12 +43,20 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from outbox import conf
-from outbox.models import AttemptOutcome, Channel, DeliveryAttempt, MessageState, OutboundMessage
+from outbox import conf, delivery
+from outbox.models import (
+    AttemptOutcome,
+    Channel,
+    CircuitState,
+    DeliveryAttempt,
+    Destination,
+    MessageState,
+    OutboundMessage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,27 +81,35 @@ _RESERVED_HEADERS = {
 MAX_RECIPIENTS = 50
 
 Handler = Callable[[OutboundMessage], None]
+BatchHandler = Callable[[list[OutboundMessage]], None]
 
 
 @dataclass(frozen=True)
 class _Handlers:
     on_sent: Handler | None = None
     on_failed: Handler | None = None
+    on_sent_batch: BatchHandler | None = None
 
 
 _handlers: dict[str, _Handlers] = {}
 
 
 def outbox_register_handler(
-    purpose: str, *, on_sent: Handler | None = None, on_failed: Handler | None = None
+    purpose: str,
+    *,
+    on_sent: Handler | None = None,
+    on_failed: Handler | None = None,
+    on_sent_batch: BatchHandler | None = None,
 ) -> None:
     """React to the outcome of messages of `purpose`, atomically with recording it.
 
     The callbacks run inside the transaction that marks the message sent or failed, after
-    the message row is updated, so a notice can be marked sent together with it. Call this
-    from an AppConfig.ready(): workers import apps, not views.
+    the message row is updated, so a notice can be marked sent together with it. A batch
+    delivery calls `on_sent_batch` once with every message of the purpose it sent (if
+    given; else `on_sent` per message); should it raise, each message gets `on_sent` on
+    its own. Call this from an AppConfig.ready(): workers import apps, not views.
     """
-    _handlers[purpose] = _Handlers(on_sent=on_sent, on_failed=on_failed)
+    _handlers[purpose] = _Handlers(on_sent=on_sent, on_failed=on_failed, on_sent_batch=on_sent_batch)
 
 
 # --- Validation ---------------------------------------------------------------------------
@@ -148,6 +175,63 @@ def message_id_for(key: str) -> str:
 # --- Enqueue ------------------------------------------------------------------------------
 
 
+def _email_fields(
+    *,
+    to: list[str],
+    subject: str,
+    text: str,
+    html: str = "",
+    headers: dict[str, str] | None = None,
+    purpose: str = "",
+    ref: str = "",
+) -> dict[str, Any]:
+    recipients = clean_addresses(to)
+    subject = (subject or "").strip()
+    if not subject:
+        raise ValidationError({"subject": "A subject is required."})
+    _refuse_control_chars(subject, field="subject")
+    if len(subject) > 998:
+        raise ValidationError({"subject": "The subject is too long."})
+    if not (text or "").strip():
+        raise ValidationError({"text": "A plain-text body is required."})
+    return {
+        "channel": Channel.EMAIL,
+        "destination": delivery.email_destination(),
+        "to": recipients,
+        "subject": subject,
+        "body_text": text,
+        "body_html": html or "",
+        "headers": _clean_headers(headers),
+        "purpose": purpose,
+        "ref": ref,
+    }
+
+
+def _webhook_fields(
+    *, url: str, payload: dict[str, Any], secret: str, purpose: str = "", ref: str = ""
+) -> dict[str, Any]:
+    url = (url or "").strip()
+    _refuse_control_chars(url, field="url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError({"url": "Only http and https URLs can receive webhooks."})
+    if parts.username or parts.password:
+        raise ValidationError({"url": "Credentials in the URL are not allowed."})
+    if not isinstance(payload, dict):
+        raise ValidationError({"payload": "The payload must be a JSON object."})
+    if not secret:
+        raise ValidationError({"secret": "A signing secret is required."})
+    return {
+        "channel": Channel.WEBHOOK,
+        "destination": delivery.webhook_destination(url),
+        "url": url,
+        "payload": payload,
+        "secret": secret,
+        "purpose": purpose,
+        "ref": ref,
+    }
+
+
 def _insert(key: str, fields: dict[str, Any]) -> OutboundMessage:
     existing = OutboundMessage.objects.filter(idempotency_key=key).first()
     if existing is not None:
@@ -165,7 +249,7 @@ def _insert(key: str, fields: dict[str, Any]) -> OutboundMessage:
             )
     except IntegrityError:
         return OutboundMessage.objects.get(idempotency_key=key)
-    _enqueue_on_commit(message.pk)
+    _kick_on_commit(message.destination)
     return message
 
 
@@ -182,28 +266,10 @@ def email_enqueue(
 ) -> OutboundMessage:
     """Queue one email. Idempotent on `key`: a second call returns the first row."""
     key = _clean_key(key)
-    recipients = clean_addresses(to)
-    subject = (subject or "").strip()
-    if not subject:
-        raise ValidationError({"subject": "A subject is required."})
-    _refuse_control_chars(subject, field="subject")
-    if len(subject) > 998:
-        raise ValidationError({"subject": "The subject is too long."})
-    if not (text or "").strip():
-        raise ValidationError({"text": "A plain-text body is required."})
-    return _insert(
-        key,
-        {
-            "channel": Channel.EMAIL,
-            "to": recipients,
-            "subject": subject,
-            "body_text": text,
-            "body_html": html or "",
-            "headers": _clean_headers(headers),
-            "purpose": purpose,
-            "ref": ref,
-        },
+    fields = _email_fields(
+        to=to, subject=subject, text=text, html=html, headers=headers, purpose=purpose, ref=ref
     )
+    return _insert(key, fields)
 
 
 def webhook_enqueue(
@@ -211,63 +277,304 @@ def webhook_enqueue(
 ) -> OutboundMessage:
     """Queue one signed JSON POST. Idempotent on `key`."""
     key = _clean_key(key)
-    url = (url or "").strip()
-    _refuse_control_chars(url, field="url")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError({"url": "Only http and https URLs can receive webhooks."})
-    if parts.username or parts.password:
-        raise ValidationError({"url": "Credentials in the URL are not allowed."})
-    if not isinstance(payload, dict):
-        raise ValidationError({"payload": "The payload must be a JSON object."})
-    if not secret:
-        raise ValidationError({"secret": "A signing secret is required."})
-    return _insert(
-        key,
-        {
-            "channel": Channel.WEBHOOK,
-            "url": url,
-            "payload": payload,
-            "secret": secret,
-            "purpose": purpose,
-            "ref": ref,
-        },
-    )
+    return _insert(key, _webhook_fields(url=url, payload=payload, secret=secret, purpose=purpose, ref=ref))
 
 
-# After a failed publish, skip publishing for a while: with the broker down, each try
-# costs a connect timeout, and a request that queued 50 emails must not wait 50 of them.
-# The rows are durable; the sweeper enqueues them once the broker is back.
-BROKER_BACKOFF_SECONDS = 10.0
+@dataclass(frozen=True)
+class EmailSpec:
+    key: str
+    to: list[str]
+    subject: str
+    text: str
+    html: str = ""
+    headers: dict[str, str] | None = None
+    purpose: str = ""
+    ref: str = ""
+
+
+@dataclass(frozen=True)
+class WebhookSpec:
+    key: str
+    url: str
+    payload: dict[str, Any]
+    secret: str
+    purpose: str = ""
+    ref: str = ""
+
+
+def messages_enqueue_many(specs: Iterable[EmailSpec | WebhookSpec]) -> list[str]:
+    """Queue many messages with a few multi-row INSERTs; returns their keys.
+
+    Idempotent per key like `email_enqueue`: a key that exists already is skipped (the
+    unique constraint decides, so two concurrent callers still queue each key once).
+    Every spec is validated first; one bad spec refuses the whole call.
+    """
+    now = timezone.now()
+    budget = conf.max_attempts()
+    rows: list[OutboundMessage] = []
+    for spec in specs:
+        key = _clean_key(spec.key)
+        if isinstance(spec, EmailSpec):
+            fields = _email_fields(
+                to=spec.to,
+                subject=spec.subject,
+                text=spec.text,
+                html=spec.html,
+                headers=spec.headers,
+                purpose=spec.purpose,
+                ref=spec.ref,
+            )
+        else:
+            fields = _webhook_fields(
+                url=spec.url, payload=spec.payload, secret=spec.secret, purpose=spec.purpose, ref=spec.ref
+            )
+        rows.append(
+            OutboundMessage(
+                idempotency_key=key,
+                message_id=message_id_for(key),
+                max_attempts=budget,
+                next_attempt_at=now,
+                created_at=now,
+                updated_at=now,
+                **fields,
+            )
+        )
+    if not rows:
+        return []
+    OutboundMessage.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    for destination in {row.destination for row in rows}:
+        _kick_on_commit(destination)
+    return [row.idempotency_key for row in rows]
+
+
+# --- Kicks: "deliver this destination" tasks, at most one waiting per destination ---------------
+
+# After a failed publish, skip publishing for a while: a process that just waited on a
+# dead broker does not wait again on every commit. The rows are durable; the sweeper
+# queues their tasks once the broker is back.
+BROKER_BACKOFF_SECONDS = 5.0
 _broker_down_until = 0.0
 
 
-def _publish(message_id: int, countdown: float | None = None) -> None:
-    global _broker_down_until
-    from outbox.tasks import deliver_message
+class _PendingKicks:
+    """The destinations a transaction queued rows for, kicked once after its commit."""
 
-    if time.monotonic() < _broker_down_until:
-        logger.info("outbox: broker recently unreachable; message %s left for the sweeper", message_id)
+    def __init__(self) -> None:
+        self.destinations: set[str] = set()
+        self.fired = False
+        self.index = -1
+
+    def __call__(self) -> None:
+        self.fired = True
+        outbox_kick(sorted(self.destinations))
+
+
+def _still_pending(pending: _PendingKicks) -> bool:
+    if pending.fired:
+        return False
+    callbacks = connection.run_on_commit
+    if 0 <= pending.index < len(callbacks) and callbacks[pending.index][1] is pending:
+        return True
+    # A savepoint rollback shortens the list; a full rollback empties it.
+    return any(entry[1] is pending for entry in callbacks)
+
+
+def _kick_on_commit(destination: str) -> None:
+    if not connection.in_atomic_block:
+        outbox_kick([destination])
         return
+    # One kick per destination per transaction (keyed by the savepoint stack, so a test
+    # transaction wrapping several services still kicks after each of them).
+    scope = tuple(connection.savepoint_ids)
+    registry: dict[tuple[str, ...], _PendingKicks] = connection.__dict__.setdefault("_outbox_kicks", {})
+    pending = registry.get(scope)
+    if pending is None or not _still_pending(pending):
+        pending = _PendingKicks()
+        transaction.on_commit(pending, robust=True)
+        pending.index = len(connection.run_on_commit) - 1
+        registry[scope] = pending
+    pending.destinations.add(destination)
+
+
+def _eager() -> bool:
+    from statuspage.celery import app
+
+    # In-process mode has no worker: a kick delivers right here, and retries wait for
+    # the sweeper (beat or the outbox_sweep command).
+    return bool(app.conf.task_always_eager)
+
+
+def _reserve_kicks(destinations: list[str], now: datetime) -> list[str]:
+    """The destinations without a task waiting in the broker, now marked as having one."""
+    lost = now - timedelta(seconds=conf.kick_lost_seconds())
+    free = (
+        Q(kicked_at__isnull=True)
+        | Q(kick_taken_at__isnull=False, kick_taken_at__gte=F("kicked_at"))
+        | Q(kicked_at__lt=lost)
+    )
+    reserved = []
+    for key in destinations:
+        # The conditional UPDATE is the reservation: of two processes kicking one
+        # destination, one queues the task.
+        if Destination.objects.filter(free, key=key).update(kicked_at=now) == 1:
+            reserved.append(key)
+            continue
+        _, created = Destination.objects.get_or_create(key=key, defaults={"kicked_at": now})
+        if created:
+            reserved.append(key)
+    return reserved
+
+
+def _publish(calls: list[tuple[Any, tuple[Any, ...]]]) -> int:
+    """Send tasks with one short try; returns how many went out (a prefix of `calls`)."""
+    global _broker_down_until
+    from statuspage.celery import app
+
+    if not calls:
+        return 0
+    if time.monotonic() < _broker_down_until:
+        logger.info("outbox: broker recently unreachable; %s task(s) left for the sweeper", len(calls))
+        return 0
+    timeout = conf.publish_timeout()
+    deadline = time.monotonic() + timeout
+    sent = 0
     try:
-        # No publish retries: with Redis down the request must not hang. The row is
-        # durable and the sweeper enqueues it again once Redis is back.
-        if countdown is None:
-            deliver_message.apply_async((message_id,), retry=False)
-        else:
-            deliver_message.apply_async((message_id,), countdown=countdown, retry=False)
+        # Its own connection with short socket timeouts and no retries: a broker that
+        # accepts connections but never answers costs this request `timeout`, not the
+        # app-wide timeouts the workers use.
+        options = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "max_retries": 0,
+        }
+        with app.connection_for_write(connect_timeout=timeout, transport_options=options) as conn:
+            producer = app.amqp.Producer(conn, auto_declare=False)
+            for task, args in calls:
+                if time.monotonic() > deadline:
+                    break
+                task.apply_async(args, producer=producer, retry=False)
+                sent += 1
     except Exception:
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         logger.warning(
-            "outbox: could not enqueue message %s; the sweeper will retry", message_id, exc_info=True
+            "outbox: could not publish %s task(s); the sweeper will retry", len(calls) - sent, exc_info=True
         )
+    return sent
 
 
-def _enqueue_on_commit(message_id: int, countdown: float | None = None) -> None:
-    transaction.on_commit(lambda: _publish(message_id, countdown), robust=True)
+def publish_task(task: Any, args: tuple[Any, ...]) -> bool:
+    """Queue one task the way the outbox does after a commit: one short try, no retries.
+
+    For callers above the outbox (the fan-out) that must not hold a request on a broker
+    that hangs; they need their own sweep for a task that did not go out.
+    """
+    if _eager():
+        task.apply_async(args)
+        return True
+    return _publish([(task, args)]) == 1
 
 
-# --- Delivery -----------------------------------------------------------------------------
+def _task_for(destination: str) -> Any:
+    from outbox import tasks
+
+    return tasks.deliver_emails if destination == delivery.SMTP_DESTINATION else tasks.deliver_webhooks
+
+
+def outbox_kick(destinations: Iterable[str]) -> int:
+    """Ask a worker to deliver what is due at each destination; returns tasks queued."""
+    destinations = list(dict.fromkeys(destinations))
+    if not destinations:
+        return 0
+    if _eager():
+        for destination in destinations:
+            destination_drain(destination=destination)
+        return len(destinations)
+    now = timezone.now()
+    reserved = _reserve_kicks(destinations, now)
+    sent = _publish([(_task_for(d), (d,)) for d in reserved])
+    if sent < len(reserved):
+        # Not queued after all: free the reservation so the next sweep queues it.
+        Destination.objects.filter(key__in=reserved[sent:], kicked_at=now).update(kicked_at=None)
+    return sent
+
+
+def outbox_kick_taken(*, destination: str) -> None:
+    """A worker took the destination's task: the next kick may queue another."""
+    Destination.objects.filter(key=destination).update(kick_taken_at=timezone.now())
+
+
+# --- Circuit breaker ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gate:
+    allowed: bool
+    probe: bool = False
+    clean: bool = False  # closed with no failures: a success has nothing to reset
+
+
+def breaker_gate(*, destination: str) -> Gate:
+    """May we connect to `destination` now? Shared by every process through the database."""
+    now = timezone.now()
+    row = (
+        Destination.objects.filter(key=destination)
+        .values("state", "failures", "open_until", "probe_until")
+        .first()
+    )
+    if row is None or row["state"] == CircuitState.CLOSED:
+        return Gate(allowed=True, clean=row is None or row["failures"] == 0)
+    if row["state"] == CircuitState.OPEN and row["open_until"] and row["open_until"] > now:
+        return Gate(allowed=False)
+    if row["state"] == CircuitState.HALF_OPEN and row["probe_until"] and row["probe_until"] > now:
+        return Gate(allowed=False)
+    # The cool-down is over (or the last probe's lease ran out): one process, the one
+    # whose conditional UPDATE wins, sends one message as the probe.
+    won = (
+        Destination.objects.filter(key=destination)
+        .filter(
+            Q(state=CircuitState.OPEN, open_until__lte=now)
+            | Q(state=CircuitState.HALF_OPEN, probe_until__lte=now)
+        )
+        .update(state=CircuitState.HALF_OPEN, probe_until=now + timedelta(seconds=conf.lease_seconds()))
+    )
+    return Gate(allowed=won == 1, probe=won == 1)
+
+
+def breaker_failure(*, destination: str, error: str, probe: bool) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        row, _ = Destination.objects.select_for_update().get_or_create(key=destination)
+        row.failures += 1
+        row.last_error = error[:2000]
+        if probe or row.state == CircuitState.HALF_OPEN or row.failures >= conf.breaker_threshold():
+            row.opened_count += 1
+            # Grows while the outage lasts; jittered so that processes do not probe in step.
+            ceiling = min(conf.breaker_max_cooldown(), conf.breaker_cooldown() * 2 ** (row.opened_count - 1))
+            row.state = CircuitState.OPEN
+            row.open_until = now + timedelta(seconds=random.uniform(0.8, 1.0) * ceiling)
+            row.probe_until = None
+            logger.warning(
+                "outbox: %s unavailable, breaker open until %s: %s", destination, row.open_until, error
+            )
+        row.save()
+
+
+def breaker_success(*, destination: str, gate: Gate) -> None:
+    if gate.clean:
+        return
+    Destination.objects.filter(key=destination).exclude(state=CircuitState.CLOSED, failures=0).update(
+        state=CircuitState.CLOSED, failures=0, opened_count=0, open_until=None, probe_until=None
+    )
+
+
+def breaker_release_probe(*, destination: str) -> None:
+    # The probe found nothing to send: let the next kick probe at once.
+    Destination.objects.filter(key=destination, state=CircuitState.HALF_OPEN).update(
+        state=CircuitState.OPEN, open_until=timezone.now(), probe_until=None
+    )
+
+
+# --- Claim ----------------------------------------------------------------------------------
 
 
 def backoff_delay(attempt: int, *, rng: random.Random | None = None) -> float:
@@ -286,35 +593,72 @@ def _claimable(now: datetime) -> Q:
     )
 
 
-def message_claim(*, message_id: int) -> tuple[OutboundMessage, DeliveryAttempt] | None:
-    """Take the row for one attempt, or None when it is not ours to send now.
+Claim = tuple[OutboundMessage, DeliveryAttempt]
 
-    The conditional UPDATE is the claim: of two workers holding the same id (a duplicate
-    Celery message, a sweep racing a retry), exactly one sees a row count of 1.
+
+def messages_claim(
+    *, destination: str | None = None, ids: list[int] | None = None, limit: int
+) -> list[Claim]:
+    """Take up to `limit` due rows for one attempt each (the oldest first).
+
+    On PostgreSQL the rows are locked with FOR UPDATE SKIP LOCKED, so workers claiming
+    the same destination at once get disjoint batches without waiting on each other; the
+    UPDATE then starts a lease and counts the attempt. SQLite has no row locks (writers
+    are serialised): there a conditional UPDATE per row decides, as it always did.
     """
     now = timezone.now()
     lease_until = now + timedelta(seconds=conf.lease_seconds())
+    claim_fields = {
+        "state": MessageState.SENDING,
+        "lease_expires_at": lease_until,
+        "attempts": F("attempts") + 1,
+        "updated_at": now,
+    }
     with transaction.atomic():
-        claimed = (
-            OutboundMessage.objects.filter(_claimable(now), pk=message_id, attempts__lt=F("max_attempts"))
-            .exclude(state__in=[MessageState.SENT, MessageState.FAILED, MessageState.CANCELLED])
-            .update(
-                state=MessageState.SENDING,
-                lease_expires_at=lease_until,
-                attempts=F("attempts") + 1,
-                updated_at=now,
-            )
+        due = OutboundMessage.objects.filter(_claimable(now), attempts__lt=F("max_attempts"))
+        if destination is not None:
+            due = due.filter(destination=destination)
+        if ids is not None:
+            due = due.filter(pk__in=ids)
+        due = due.order_by("next_attempt_at", "pk")
+        if connection.features.has_select_for_update_skip_locked:
+            picked = list(due.select_for_update(skip_locked=True).values_list("pk", flat=True)[:limit])
+            if picked:
+                OutboundMessage.objects.filter(pk__in=picked).update(**claim_fields)
+        else:
+            picked = [
+                pk
+                for pk in due.values_list("pk", flat=True)[:limit]
+                if OutboundMessage.objects.filter(
+                    _claimable(now), pk=pk, attempts__lt=F("max_attempts")
+                ).update(**claim_fields)
+                == 1
+            ]
+        if not picked:
+            return []
+        by_pk = OutboundMessage.objects.in_bulk(picked)
+        rows = [by_pk[pk] for pk in picked]
+        # An attempt left 'started' by a killed worker is now known to be lost.
+        DeliveryAttempt.objects.filter(message_id__in=picked, outcome=AttemptOutcome.STARTED).update(
+            outcome=AttemptOutcome.LOST, finished_at=now, error="worker lost before recording an outcome"
         )
-        if claimed != 1:
-            return None
-        message = OutboundMessage.objects.get(pk=message_id)
-        if message.attempts > 1:
-            # An attempt left 'started' by a killed worker is now known to be lost.
-            DeliveryAttempt.objects.filter(message=message, outcome=AttemptOutcome.STARTED).update(
-                outcome=AttemptOutcome.LOST, finished_at=now, error="worker lost before recording an outcome"
-            )
-        attempt = DeliveryAttempt.objects.create(message=message, number=message.attempts, started_at=now)
-    return message, attempt
+        attempts = DeliveryAttempt.objects.bulk_create(
+            [DeliveryAttempt(message=row, number=row.attempts, started_at=now) for row in rows]
+        )
+    return list(zip(rows, attempts, strict=True))
+
+
+def message_claim(*, message_id: int) -> Claim | None:
+    """Take one row for one attempt, or None when it is not ours to send now.
+
+    Of two workers holding the same id (a duplicate task, a sweep racing a retry),
+    exactly one gets it.
+    """
+    claimed = messages_claim(ids=[message_id], limit=1)
+    return claimed[0] if claimed else None
+
+
+# --- Record outcomes ------------------------------------------------------------------------
 
 
 def _run_handler(message: OutboundMessage, which: str) -> None:
@@ -333,87 +677,290 @@ def _run_handler(message: OutboundMessage, which: str) -> None:
         )
 
 
+def _run_sent_handlers(rows: list[OutboundMessage]) -> None:
+    by_purpose: dict[str, list[OutboundMessage]] = {}
+    for row in rows:
+        by_purpose.setdefault(row.purpose, []).append(row)
+    for purpose, group in by_purpose.items():
+        handlers = _handlers.get(purpose)
+        if handlers is None:
+            continue
+        if handlers.on_sent_batch is not None and len(group) > 1:
+            try:
+                with transaction.atomic():
+                    handlers.on_sent_batch(group)
+                continue
+            except Exception:
+                logger.exception("outbox: batch on_sent handler for %s failed; one by one", purpose)
+        for row in group:
+            _run_handler(row, "on_sent")
+
+
+def _give_up_age() -> timedelta:
+    return timedelta(days=conf.give_up_days())
+
+
+def _record_unsent(
+    row: OutboundMessage, attempt: DeliveryAttempt, result: delivery.Result, now: datetime
+) -> None:
+    """Every outcome but SENT, one row at a time (the rare path)."""
+    outcome, error = result.outcome, result.error
+    retry_at: datetime | None = None
+    final: str | None = None
+    if outcome == delivery.OUTAGE:
+        attempt.outcome = AttemptOutcome.OUTAGE
+        # The destination was down, not this message: the attempt is given back.
+        row.attempts = max(row.attempts - 1, 0)
+        if now - row.created_at >= _give_up_age():
+            final = MessageState.FAILED
+            error = f"{error} (destination unavailable; gave up after {conf.give_up_days():g} days)"
+        else:
+            # Due again soon, spread out; the breaker decides when anything connects.
+            retry_at = now + timedelta(seconds=backoff_delay(1))
+    elif outcome == delivery.AMBIGUOUS:
+        attempt.outcome = AttemptOutcome.AMBIGUOUS
+        row.ambiguous_count += 1
+        if row.ambiguous_count >= 2 or row.attempts >= row.max_attempts:
+            final = MessageState.REVIEW
+            error = f"{error} (sent {row.ambiguous_count} times without a reply: may have been delivered; not resent)"
+        else:
+            # Resent once: the copy has the same Message-ID, so a receiver can drop it.
+            retry_at = now + timedelta(seconds=backoff_delay(row.attempts))
+    elif outcome == delivery.TRANSIENT and row.attempts < row.max_attempts:
+        attempt.outcome = AttemptOutcome.TRANSIENT
+        retry_at = now + timedelta(seconds=backoff_delay(row.attempts))
+    else:
+        final = MessageState.FAILED
+        if outcome == delivery.PERMANENT:
+            attempt.outcome = AttemptOutcome.PERMANENT
+        else:
+            attempt.outcome = AttemptOutcome.TRANSIENT
+            error = f"{error} (gave up after {row.attempts} attempts)"
+    row.lease_expires_at = None
+    row.last_error = error[:2000]
+    fields = ["state", "attempts", "ambiguous_count", "lease_expires_at", "last_error", "updated_at"]
+    if retry_at is not None:
+        row.state = MessageState.PENDING
+        row.next_attempt_at = retry_at
+        attempt.retry_delay = (retry_at - now).total_seconds()
+        fields.append("next_attempt_at")
+    else:
+        row.state = final or MessageState.FAILED
+    row.save(update_fields=fields)
+    attempt.save(update_fields=["finished_at", "status_code", "error", "outcome", "retry_delay"])
+    if row.state == MessageState.FAILED:
+        _run_handler(row, "on_failed")
+
+
+def messages_record_outcomes(
+    claims: list[Claim], results: list[delivery.Result | None]
+) -> list[OutboundMessage]:
+    """Record a batch's results in one transaction; returns the rows as stored.
+
+    SENT rows are marked with one UPDATE and their handlers run in this transaction (so
+    "sent" and its consequences, such as a notice's term date moving, are one fact). A
+    message that was not tried (None) goes back as it was, attempt given back.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        ids = sorted(message.pk for message, _ in claims)
+        rows = OutboundMessage.objects.select_for_update().in_bulk(ids)
+        sent: list[OutboundMessage] = []
+        sent_attempts: dict[int | None, list[int]] = {}
+        untried_ids: list[int] = []
+        untried_attempts: list[int] = []
+        for (message, attempt), result in zip(claims, results, strict=True):
+            row = rows[message.pk]
+            mine = row.state == MessageState.SENDING and row.attempts == attempt.number
+            if result is None:
+                untried_attempts.append(attempt.pk)
+                if mine:
+                    untried_ids.append(row.pk)
+                continue
+            attempt.finished_at = now
+            attempt.status_code = result.status_code
+            attempt.error = result.error[:2000]
+            if (
+                result.outcome == delivery.SENT
+                and row.state == MessageState.SENT
+                and row.handlers_pending
+                and row.attempts == attempt.number
+            ):
+                # Marked sent by this batch the moment it went out; now its handlers.
+                row.handlers_pending = False
+                sent.append(row)
+                sent_attempts.setdefault(result.status_code, []).append(attempt.pk)
+                continue
+            if row.state in (
+                MessageState.SENT,
+                MessageState.CANCELLED,
+                MessageState.FAILED,
+                MessageState.REVIEW,
+            ):
+                # Someone else finished it meanwhile (only possible after our lease ran out).
+                attempt.outcome = (
+                    result.outcome if result.outcome in AttemptOutcome.values else AttemptOutcome.TRANSIENT
+                )
+                attempt.save(update_fields=["finished_at", "status_code", "error", "outcome"])
+                continue
+            if result.outcome == delivery.SENT:
+                row.state = MessageState.SENT
+                row.sent_at = row.sent_at or now
+                row.lease_expires_at = None
+                row.last_error = ""
+                sent.append(row)
+                sent_attempts.setdefault(result.status_code, []).append(attempt.pk)
+                continue
+            _record_unsent(row, attempt, result, now)
+        if sent:
+            sent_ids = [row.pk for row in sent]
+            OutboundMessage.objects.filter(pk__in=sent_ids, sent_at__isnull=True).update(sent_at=now)
+            OutboundMessage.objects.filter(pk__in=sent_ids).update(
+                state=MessageState.SENT,
+                lease_expires_at=None,
+                last_error="",
+                handlers_pending=False,
+                updated_at=now,
+            )
+            for status_code, attempt_ids in sent_attempts.items():
+                DeliveryAttempt.objects.filter(pk__in=attempt_ids).update(
+                    outcome=AttemptOutcome.SENT, finished_at=now, status_code=status_code, error=""
+                )
+            _run_sent_handlers(sent)
+        if untried_ids:
+            OutboundMessage.objects.filter(pk__in=untried_ids).update(
+                state=MessageState.PENDING,
+                attempts=F("attempts") - 1,
+                lease_expires_at=None,
+                next_attempt_at=now,
+                updated_at=now,
+            )
+        if untried_attempts:
+            DeliveryAttempt.objects.filter(pk__in=untried_attempts).delete()
+    return [rows[message.pk] for message, _ in claims]
+
+
 def message_record_outcome(
     *, message: OutboundMessage, attempt: DeliveryAttempt, outcome: str, status_code: int | None, error: str
 ) -> OutboundMessage:
     """Record one attempt's result; returns the row as stored."""
-    now = timezone.now()
-    with transaction.atomic():
-        row = OutboundMessage.objects.select_for_update().get(pk=message.pk)
-        attempt.finished_at = now
-        attempt.status_code = status_code
-        attempt.error = error[:2000]
-        if row.state in (MessageState.SENT, MessageState.CANCELLED):
-            # Someone else finished it meanwhile (only possible after our lease ran out).
-            attempt.outcome = AttemptOutcome.SENT if outcome == "sent" else outcome
-            attempt.save(update_fields=["finished_at", "status_code", "error", "outcome"])
-            return row
-        if outcome == "sent":
-            row.state = MessageState.SENT
-            row.sent_at = now
-            row.lease_expires_at = None
-            row.last_error = ""
-            row.save(update_fields=["state", "sent_at", "lease_expires_at", "last_error", "updated_at"])
-            attempt.outcome = AttemptOutcome.SENT
-            attempt.save(update_fields=["finished_at", "status_code", "error", "outcome"])
-            _run_handler(row, "on_sent")
-            return row
-        budget_left = row.attempts < row.max_attempts
-        if outcome == "transient" and budget_left:
-            delay = backoff_delay(row.attempts)
-            row.state = MessageState.PENDING
-            row.next_attempt_at = now + timedelta(seconds=delay)
-            row.lease_expires_at = None
-            row.last_error = error[:2000]
-            row.save(
-                update_fields=["state", "next_attempt_at", "lease_expires_at", "last_error", "updated_at"]
-            )
-            attempt.outcome = AttemptOutcome.TRANSIENT
-            attempt.retry_delay = delay
-            attempt.save(update_fields=["finished_at", "status_code", "error", "outcome", "retry_delay"])
-            if not _eager():
-                _enqueue_on_commit(row.pk, countdown=delay)
-            return row
-        row.state = MessageState.FAILED
-        row.lease_expires_at = None
-        suffix = "" if outcome == "permanent" else f" (gave up after {row.attempts} attempts)"
-        row.last_error = (error + suffix)[:2000]
-        row.save(update_fields=["state", "lease_expires_at", "last_error", "updated_at"])
-        attempt.outcome = AttemptOutcome.PERMANENT if outcome == "permanent" else AttemptOutcome.TRANSIENT
-        attempt.save(update_fields=["finished_at", "status_code", "error", "outcome"])
-        _run_handler(row, "on_failed")
-        return row
+    result = delivery.Result(outcome, status_code, error)
+    return messages_record_outcomes([(message, attempt)], [result])[0]
 
 
-def _eager() -> bool:
-    from statuspage.celery import app
+# --- Deliver --------------------------------------------------------------------------------
 
-    # In-process mode has no worker to hold a countdown; the sweeper (beat or the
-    # outbox_sweep command) picks the row up once it is due instead.
-    return bool(app.conf.task_always_eager)
+
+@dataclass(frozen=True)
+class BatchResult:
+    claimed: int = 0
+    sent: int = 0
+    deferred: bool = False  # the breaker said no
+    outage: bool = False
+    full: bool = False
+    probe: bool = False
+
+
+def _send_batch(claims: list[Claim]) -> list[delivery.Result | None]:
+    messages = [message for message, _ in claims]
+    # Half the lease: the last message started before it still finishes well inside the
+    # lease, so no other worker can reclaim a row of this batch while it is being sent.
+    deadline = time.monotonic() + conf.lease_seconds() / 2
+
+    def mark_sent(index: int) -> None:
+        # At once, in its own statement: should the worker die before the batch is
+        # recorded, only the message it was on can go out twice, never the whole batch.
+        message, attempt = claims[index]
+        OutboundMessage.objects.filter(
+            pk=message.pk, state=MessageState.SENDING, attempts=attempt.number
+        ).update(
+            state=MessageState.SENT,
+            sent_at=timezone.now(),
+            lease_expires_at=None,
+            handlers_pending=True,
+            updated_at=timezone.now(),
+        )
+
+    if messages[0].channel == Channel.EMAIL:
+        return delivery.send_email_batch(messages, on_sent=mark_sent, deadline=deadline)
+    results: list[delivery.Result | None] = [None] * len(messages)
+    for index, message in enumerate(messages):
+        if index and time.monotonic() > deadline:
+            break  # the rest goes back, see above
+        results[index] = result = delivery.send_webhook(message)
+        if result.outcome == delivery.SENT:
+            mark_sent(index)
+        if result.outcome == delivery.OUTAGE:
+            break  # the host is down: do not knock again for every message
+    return results
+
+
+def destination_deliver(
+    *, destination: str, ids: list[int] | None = None, limit: int | None = None
+) -> BatchResult:
+    """Deliver one batch of due messages to `destination`, over one session."""
+    gate = breaker_gate(destination=destination)
+    if not gate.allowed:
+        return BatchResult(deferred=True)
+    size = 1 if gate.probe else (limit or conf.batch_size())
+    claims = messages_claim(destination=destination, ids=ids, limit=size)
+    if not claims:
+        if gate.probe:
+            breaker_release_probe(destination=destination)
+        return BatchResult()
+    full = len(claims) == size and not gate.probe and ids is None
+    if full and not _eager():
+        # More is due: queue the next batch now, so another worker sends it meanwhile.
+        outbox_kick([destination])
+    try:
+        results = _send_batch(claims)
+    except Exception as exc:
+        logger.exception("outbox: unexpected error delivering to %s", destination)
+        results = [delivery.Result(delivery.TRANSIENT, None, f"{type(exc).__name__}: {exc}")]
+        results += [None] * (len(claims) - 1)
+    messages_record_outcomes(claims, results)
+    outage = next((r for r in results if r is not None and r.outcome == delivery.OUTAGE), None)
+    answered = any(
+        r is not None and r.outcome in (delivery.SENT, delivery.TRANSIENT, delivery.PERMANENT)
+        for r in results
+    )
+    if outage is not None:
+        breaker_failure(destination=destination, error=outage.error, probe=gate.probe)
+    elif answered:
+        breaker_success(destination=destination, gate=gate)
+    if outage is None and (gate.probe or None in results) and not _eager():
+        # The probe went through, or the session died before the end of the batch: go on.
+        outbox_kick([destination])
+    return BatchResult(
+        claimed=len(claims),
+        sent=sum(1 for r in results if r is not None and r.outcome == delivery.SENT),
+        outage=outage is not None,
+        full=full,
+        probe=gate.probe,
+    )
+
+
+def destination_drain(*, destination: str, max_batches: int = 10_000) -> int:
+    """In-process delivery (no worker): batches until nothing due is left; returns sent."""
+    sent = 0
+    for _ in range(max_batches):
+        result = destination_deliver(destination=destination)
+        sent += result.sent
+        # A short batch took everything due; a failed probe or an outage stops here too.
+        if not result.claimed or result.outage or not (result.full or result.probe):
+            break
+    return sent
 
 
 def message_deliver(*, message_id: int) -> OutboundMessage | None:
-    """One delivery attempt: claim, send, record. None when the row was not claimable."""
-    from outbox import delivery
-
-    claim = message_claim(message_id=message_id)
-    if claim is None:
+    """One delivery attempt for one message. None when the row was not claimable now."""
+    destination = OutboundMessage.objects.filter(pk=message_id).values_list("destination", flat=True).first()
+    if destination is None:
         return None
-    message, attempt = claim
-    send = delivery.send_email if message.channel == Channel.EMAIL else delivery.send_webhook
-    try:
-        result = send(message)
-    except Exception as exc:
-        logger.exception("outbox: unexpected error delivering message %s", message.pk)
-        result = delivery.Result(delivery.TRANSIENT, None, f"{type(exc).__name__}: {exc}")
-    return message_record_outcome(
-        message=message,
-        attempt=attempt,
-        outcome=result.outcome,
-        status_code=result.status_code,
-        error=result.error,
-    )
+    result = destination_deliver(destination=destination, ids=[message_id], limit=1)
+    if not result.claimed:
+        return None
+    return OutboundMessage.objects.get(pk=message_id)
 
 
 # --- Sweep, retry, cancel -------------------------------------------------------------------
@@ -424,13 +971,17 @@ class SweepResult:
     requeued: int
     reclaimed: int
     failed: int
+    kicked: int = 0
 
 
 def outbox_sweep(*, now: datetime | None = None, limit: int | None = None) -> SweepResult:
-    """Re-enqueue what nobody is delivering; fail what used up its budget by crashing."""
+    """Queue delivery where rows are due; fail what used up its budget by crashing.
+
+    Bounded: one task per destination at most (none while one is already waiting, or
+    while the breaker is open), and at most `limit` destinations per run.
+    """
     now = now or timezone.now()
     limit = limit or conf.sweep_batch()
-    grace = timedelta(seconds=conf.sweep_grace_seconds())
     failed = 0
     # Leases that ran out with no attempts left: the message kills its worker (or the
     # worker keeps dying); stop and show it to staff instead of looping forever.
@@ -456,40 +1007,69 @@ def outbox_sweep(*, now: datetime | None = None, limit: int | None = None) -> Sw
             _run_handler(row, "on_failed")
             failed += 1
 
-    reclaim_ids = list(
-        OutboundMessage.objects.filter(
-            state=MessageState.SENDING, lease_expires_at__lt=now, attempts__lt=F("max_attempts")
-        )
-        .order_by("lease_expires_at")
-        .values_list("pk", flat=True)[:limit]
+    # Sent, but the worker died before it recorded the batch: the handlers still run,
+    # once (the flag is cleared in the same transaction).
+    orphaned = OutboundMessage.objects.filter(
+        state=MessageState.SENT,
+        handlers_pending=True,
+        updated_at__lt=now - timedelta(seconds=conf.lease_seconds()),
+    ).values_list("pk", flat=True)[:limit]
+    for pk in list(orphaned):
+        with transaction.atomic():
+            row = OutboundMessage.objects.select_for_update().get(pk=pk)
+            if not row.handlers_pending:
+                continue
+            row.handlers_pending = False
+            row.save(update_fields=["handlers_pending", "updated_at"])
+            DeliveryAttempt.objects.filter(message=row, outcome=AttemptOutcome.STARTED).update(
+                outcome=AttemptOutcome.SENT, finished_at=now, error="recorded by the sweeper (worker lost)"
+            )
+            _run_handler(row, "on_sent")
+
+    reclaimable = OutboundMessage.objects.filter(
+        state=MessageState.SENDING, lease_expires_at__lt=now, attempts__lt=F("max_attempts")
     )
-    due_ids = list(
-        OutboundMessage.objects.filter(state=MessageState.PENDING, next_attempt_at__lte=now - grace)
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
+    due = OutboundMessage.objects.filter(state=MessageState.PENDING, next_attempt_at__lte=now)
+    reclaimed = len(reclaimable.values_list("pk", flat=True)[:limit])
+    requeued = len(due.values_list("pk", flat=True)[:limit])
+    # order_by(): the model's default ordering would make DISTINCT run over more columns.
+    destinations = set(reclaimable.order_by().values_list("destination", flat=True).distinct()[:limit])
+    destinations |= set(due.order_by().values_list("destination", flat=True).distinct()[:limit])
+    # No task while the breaker holds the destination shut: it would only wait there.
+    shut = set(
+        Destination.objects.filter(
+            key__in=destinations, state=CircuitState.OPEN, open_until__gt=now
+        ).values_list("key", flat=True)
     )
-    if due_ids:
-        # Moving next_attempt_at to now means a row still stuck in a slow queue is
-        # enqueued again at most once per grace period, not on every sweep.
-        OutboundMessage.objects.filter(pk__in=due_ids, state=MessageState.PENDING).update(
-            next_attempt_at=now, updated_at=now
-        )
-    for pk in reclaim_ids + due_ids:
-        _publish(pk)
-    return SweepResult(requeued=len(due_ids), reclaimed=len(reclaim_ids), failed=failed)
+    kicked = outbox_kick(sorted(destinations - shut)[:limit])
+    return SweepResult(requeued=requeued, reclaimed=reclaimed, failed=failed, kicked=kicked)
 
 
 @transaction.atomic
 def message_retry(*, message: OutboundMessage, extra_attempts: int | None = None) -> OutboundMessage:
-    """Staff action: give a failed (or cancelled) message a fresh budget and deliver it now."""
+    """Staff action: give a failed, cancelled or reviewed message a fresh budget, deliver now."""
     row = OutboundMessage.objects.select_for_update().get(pk=message.pk)
-    if row.state not in (MessageState.FAILED, MessageState.CANCELLED):
-        raise ValidationError("Only failed or cancelled messages can be retried.")
+    if row.state not in (MessageState.FAILED, MessageState.CANCELLED, MessageState.REVIEW):
+        raise ValidationError("Only failed, cancelled or reviewed messages can be retried.")
     row.state = MessageState.PENDING
     row.max_attempts = row.attempts + (extra_attempts or conf.max_attempts())
+    row.ambiguous_count = 0
     row.next_attempt_at = timezone.now()
-    row.save(update_fields=["state", "max_attempts", "next_attempt_at", "updated_at"])
-    _enqueue_on_commit(row.pk)
+    row.save(update_fields=["state", "max_attempts", "ambiguous_count", "next_attempt_at", "updated_at"])
+    _kick_on_commit(row.destination)
+    return row
+
+
+@transaction.atomic
+def message_confirm_delivered(*, message: OutboundMessage) -> OutboundMessage:
+    """Staff action on a message under review: the receiver has it, record it as sent."""
+    row = OutboundMessage.objects.select_for_update().get(pk=message.pk)
+    if row.state != MessageState.REVIEW:
+        raise ValidationError("Only messages under review can be confirmed as delivered.")
+    row.state = MessageState.SENT
+    row.sent_at = timezone.now()
+    row.save(update_fields=["state", "sent_at", "updated_at"])
+    _run_handler(row, "on_sent")
     return row
 
 

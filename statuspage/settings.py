@@ -540,6 +540,21 @@ OUTBOX_RETRY_MAX_DELAY = env_float("OUTBOX_RETRY_MAX_DELAY", 900.0)
 OUTBOX_SWEEP_GRACE_SECONDS = env_float("OUTBOX_SWEEP_GRACE_SECONDS", 60.0)
 OUTBOX_SWEEP_BATCH = env_int("OUTBOX_SWEEP_BATCH", 500)
 OUTBOX_SWEEP_INTERVAL = env_float("OUTBOX_SWEEP_INTERVAL", 60.0)
+# Messages a delivery task claims for one destination and sends over one SMTP session.
+OUTBOX_BATCH_SIZE = env_int("OUTBOX_BATCH_SIZE", 100)
+# A destination that is down (refused, timed out, 421, HTTP 5xx) does not use up the
+# messages' attempts; they give up only once this old.
+OUTBOX_GIVE_UP_DAYS = env_float("OUTBOX_GIVE_UP_DAYS", 3.0)
+# Circuit breaker per destination (shared through the database): open after this many
+# outage-type failures in a row, then one probe after a cool-down that doubles while the
+# outage lasts, up to the maximum.
+OUTBOX_BREAKER_THRESHOLD = env_int("OUTBOX_BREAKER_THRESHOLD", 3)
+OUTBOX_BREAKER_COOLDOWN = env_float("OUTBOX_BREAKER_COOLDOWN", 30.0)
+OUTBOX_BREAKER_MAX_COOLDOWN = env_float("OUTBOX_BREAKER_MAX_COOLDOWN", 300.0)
+# The longest a request or command waits on the broker after its commit (one try).
+OUTBOX_PUBLISH_TIMEOUT = env_float("OUTBOX_PUBLISH_TIMEOUT", 0.2)
+# A queued delivery task nobody took for this long is presumed lost (Redis emptied).
+OUTBOX_KICK_LOST_SECONDS = env_float("OUTBOX_KICK_LOST_SECONDS", 2 * OUTBOX_SWEEP_GRACE_SECONDS)
 # Right-hand side of the stable Message-ID of every email.
 EMAIL_MESSAGE_ID_DOMAIN = env_str("EMAIL_MESSAGE_ID_DOMAIN", urlsplit(SITE_URL).hostname or "localhost")
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
@@ -553,7 +568,26 @@ CELERY_BEAT_SCHEDULE = {
     "outbox-sweep": {"task": "outbox.tasks.sweep_outbox", "schedule": OUTBOX_SWEEP_INTERVAL},
     # Idempotent: deleting what expired twice deletes nothing the second time.
     "api-idempotency-sweep": {"task": "api.tasks.sweep_idempotency_records", "schedule": 3600.0},
+    "subscriptions-notification-events-resume": {
+        "task": "subscriptions.tasks.notification_events_resume",
+        "schedule": OUTBOX_SWEEP_INTERVAL,
+    },
 }
+# Three queues, so that one slow receiver cannot hold the others: a hung mail server
+# blocks only the "email" workers; webhooks and the periodic work (sweeps, maintenance
+# transitions, fan-out expansion) have their own (docker/docker-compose.yml runs a worker
+# per queue). Anything unrouted goes to "periodic".
+CELERY_TASK_DEFAULT_QUEUE = "periodic"
+CELERY_TASK_ROUTES = {
+    "outbox.tasks.deliver_emails": {"queue": "email"},
+    "outbox.tasks.deliver_message": {"queue": "email"},
+    "outbox.tasks.deliver_webhooks": {"queue": "webhooks"},
+    "outbox.tasks.sweep_outbox": {"queue": "periodic"},
+    "incidents.tasks.*": {"queue": "periodic"},
+    "subscriptions.tasks.*": {"queue": "periodic"},
+}
+# Subscribers queued per fan-out task (one incident event is expanded in such chunks).
+NOTIFY_CHUNK_SIZE = env_int("NOTIFY_CHUNK_SIZE", 1000)
 
 # --- Alert intake (alerts/) -------------------------------------------------------------------
 # Bodies over this many bytes are refused with 413 before they are read in full.

@@ -17,9 +17,10 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
+from django.utils.html import escape
 
 from core.text import site_title
-from outbox.services import email_enqueue
+from outbox.services import EmailSpec, email_enqueue
 from subscriptions.models import Subscriber
 from subscriptions.tokens import Purpose, make_token
 
@@ -86,6 +87,65 @@ def subscriber_headers(unsubscribe_url: str) -> dict[str, str]:
         "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
         "Auto-Submitted": "auto-generated",
     }
+
+
+# Stand-ins rendered into a shared copy of an email, then replaced per subscriber. Only
+# letters, digits and hyphens: HTML escaping leaves them as they are.
+_EMAIL_MARK = "subscriber-email-3f9c1e7a"
+_MANAGE_MARK = "https://manage-url-3f9c1e7a.invalid"
+_UNSUBSCRIBE_MARK = "https://unsubscribe-url-3f9c1e7a.invalid"
+
+
+@dataclass(frozen=True)
+class SubscriberTemplate:
+    """An email rendered once for many subscribers; `spec_for` fills in one of them.
+
+    A fan-out to a million subscribers would otherwise render three templates a million
+    times. What differs per subscriber is only the address in the footer and the two
+    signed links; the result is the same bytes as `render_email` per subscriber (tested).
+    """
+
+    rendered: RenderedEmail
+
+    @classmethod
+    def render(cls, name: str, context: dict[str, Any]) -> SubscriberTemplate:
+        stand_in = Subscriber(email=_EMAIL_MARK)
+        return cls(
+            render_email(
+                name,
+                {
+                    **context,
+                    "subscriber": stand_in,
+                    "manage_url": _MANAGE_MARK,
+                    "unsubscribe_url": _UNSUBSCRIBE_MARK,
+                    "confirm_url": "",
+                },
+            )
+        )
+
+    def spec_for(self, *, subscriber: Subscriber, key: str) -> EmailSpec:
+        manage = absolute_url(reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)]))
+        unsubscribe = absolute_url(
+            reverse("subscriptions:unsubscribe", args=[make_token(subscriber, Purpose.UNSUBSCRIBE)])
+        )
+
+        def fill(text: str, address: str) -> str:
+            return (
+                text.replace(_EMAIL_MARK, address)
+                .replace(_MANAGE_MARK, manage)
+                .replace(_UNSUBSCRIBE_MARK, unsubscribe)
+            )
+
+        return EmailSpec(
+            key=key,
+            to=[subscriber.email],
+            subject=fill(self.rendered.subject, subscriber.email),
+            text=fill(self.rendered.text, subscriber.email),
+            html=fill(self.rendered.html, str(escape(subscriber.email))),
+            headers=subscriber_headers(unsubscribe),
+            purpose=SUBSCRIBER_PURPOSE,
+            ref=subscriber.outbox_ref,
+        )
 
 
 def send_to_subscriber(*, subscriber: Subscriber, key: str, template: str, context: dict[str, Any]) -> Any:

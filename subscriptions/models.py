@@ -143,3 +143,39 @@ class Fanout(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class NotificationEvent(models.Model):
+    """One incident event to fan out, written in the staff member's transaction.
+
+    The staff request records only this row (constant work, whatever the number of
+    subscribers); Celery tasks expand it after the commit in chunks of subscribers ordered
+    by id, `cursor` being the last id done. Each (event, subscriber) outbox row has its own
+    unique key, so a chunk that runs twice (a redelivered task, the resume sweep) queues
+    nothing new.
+    """
+
+    key = models.CharField(max_length=200, unique=True)
+    event = models.CharField(max_length=40)
+    incident = models.ForeignKey("incidents.Incident", on_delete=models.CASCADE, related_name="+")
+    update = models.ForeignKey(
+        "incidents.IncidentUpdate", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    report = models.ForeignKey(
+        "incidents.IncidentReport", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    product_ids = models.JSONField(default=list, blank=True, help_text="Affected public products then.")
+    payload = models.JSONField(default=dict, blank=True, help_text="The webhook body, fixed at the event.")
+    extra = models.JSONField(default=dict, blank=True, help_text="Extra email context.")
+    cursor = models.BigIntegerField(default=0, help_text="Subscribers up to this id are queued.")
+    recipients = models.PositiveIntegerField(default=0)
+    done_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["done_at", "updated_at"], name="notification_event_open")]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.key}"

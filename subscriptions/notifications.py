@@ -1,10 +1,12 @@
 """Fan-out of incident and maintenance events to subscribers, through the outbox.
 
 `incident_event` hears every event incidents.services announces (subscriptions joins
-incidents.events in its `ready()`), inside the service's transaction: the outbox rows
-are written together with the change that caused them (both or neither), and delivery
-starts after the commit. Each (event, subscriber) pair has its own
-idempotency key, so calling twice for one event queues nothing new.
+incidents.events in its `ready()`), inside the service's transaction, and writes ONE
+`NotificationEvent` row there (both or neither with the change). After the commit,
+`notification_event_expand` tasks turn it into outbox rows, a chunk of subscribers at a
+time, so the staff request costs the same for ten subscribers or a million. Each
+(event, subscriber) pair has its own idempotency key, so expanding twice, or calling
+twice for one event, queues nothing new.
 
 Who gets an event: confirmed, not disabled subscribers who chose every product or at
 least one public product the incident affects; never anyone for an incident that is
@@ -16,19 +18,21 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from incidents import events
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
 from incidents.selectors import incidents_public
-from outbox.services import webhook_enqueue
+from outbox import conf
+from outbox.services import EmailSpec, WebhookSpec, messages_enqueue_many, publish_task, webhook_enqueue
 from subscriptions import channels, emails
-from subscriptions.models import Subscriber
+from subscriptions.models import NotificationEvent, Subscriber
 from subscriptions.webhooks import WEBHOOK_PURPOSE
 
 logger = logging.getLogger(__name__)
@@ -109,17 +113,20 @@ def affected_locations(incident: Incident) -> list[Location]:
 
 
 def recipients(*, incident: Incident, products: list[Product]) -> QuerySet[Subscriber]:
-    """Active subscribers of every product, or of one of `products`."""
+    """Active subscribers of every product, or of one of `products`, by id.
+
+    No join on the products table: a subscriber of two affected products is one row, and
+    the fan-out can page through millions with `pk > cursor ... LIMIT n` on the primary key.
+    """
     interested = Q(all_products=True)
     if products:
-        interested |= Q(products__in=products)
-    ids = (
+        through = Subscriber.products.through
+        interested |= Q(pk__in=through.objects.filter(product__in=products).values("subscriber_id"))
+    return (
         Subscriber.objects.filter(confirmed_at__isnull=False, disabled_at__isnull=True)
         .filter(interested)
-        .values("pk")
+        .order_by("pk")
     )
-    # Through a subquery: a subscriber of two affected products is one recipient.
-    return Subscriber.objects.filter(pk__in=ids).order_by("pk")
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -208,27 +215,144 @@ def build_event_message(
     return EventMessage(event=event, key=key, context=context, payload=payload)
 
 
-def fan_out(*, message: EventMessage, incident: Incident, products: list[Product]) -> int:
-    """Queue the event for every recipient; returns how many rows were asked for."""
-    count = 0
-    for subscriber in recipients(incident=incident, products=products):
+def _subscriber_specs(
+    *, message: EventMessage, subscribers: list[Subscriber], template: str
+) -> list[EmailSpec | WebhookSpec]:
+    """One outbox spec per subscriber; the email is rendered once for the whole chunk."""
+    specs: list[EmailSpec | WebhookSpec] = []
+    email_template: emails.SubscriberTemplate | None = None
+    for subscriber in subscribers:
         key = f"notify:{message.key}:{subscriber.pk}"
         if subscriber.is_hook:
-            webhook_enqueue(
+            specs.append(
+                WebhookSpec(
+                    key=key,
+                    url=subscriber.url,
+                    # Webhook, Slack or Teams: each kind's own message (subscriptions.channels).
+                    payload=channels.payload_for(subscriber, message),
+                    secret=subscriber.secret,
+                    purpose=WEBHOOK_PURPOSE,
+                    ref=subscriber.outbox_ref,
+                )
+            )
+            continue
+        if email_template is None:
+            email_template = emails.SubscriberTemplate.render(template, message.context)
+        specs.append(email_template.spec_for(subscriber=subscriber, key=key))
+    return specs
+
+
+def fan_out(*, message: EventMessage, incident: Incident, products: list[Product]) -> int:
+    """Queue the event for every recipient at once (small lists, tests); returns the count."""
+    subscribers = list(recipients(incident=incident, products=products))
+    messages_enqueue_many(
+        _subscriber_specs(message=message, subscribers=subscribers, template="subscription_notification")
+    )
+    return len(subscribers)
+
+
+def _record_event(
+    *,
+    event: Event,
+    key: str,
+    incident: Incident,
+    products: list[Product],
+    update: IncidentUpdate | None = None,
+    report: IncidentReport | None = None,
+    extra: dict[str, Any] | None = None,
+) -> NotificationEvent | None:
+    """Write the one event row (in the caller's transaction) and expand it after commit.
+
+    A constant number of queries whatever the number of subscribers: the staff request
+    no longer grows with the list. None when this event was recorded before.
+    """
+    message = build_event_message(
+        event=event, key=key, incident=incident, products=products, update=update, report=report
+    )
+    try:
+        # A savepoint: a replayed event must not poison the caller's transaction.
+        with transaction.atomic():
+            row = NotificationEvent.objects.create(
                 key=key,
-                url=subscriber.url,
-                # Webhook, Slack or Teams: each kind's own message (subscriptions.channels).
-                payload=channels.payload_for(subscriber, message),
-                secret=subscriber.secret,
-                purpose=WEBHOOK_PURPOSE,
-                ref=subscriber.outbox_ref,
+                event=event.value,
+                incident=incident,
+                update=update,
+                report=report,
+                product_ids=[p.pk for p in products],
+                payload=message.payload,
+                extra=extra or {},
             )
-        else:
-            emails.send_to_subscriber(
-                subscriber=subscriber, key=key, template="subscription_notification", context=message.context
-            )
-        count += 1
-    return count
+    except IntegrityError:
+        return None
+    transaction.on_commit(lambda: _publish_expansion(row.pk), robust=True)
+    return row
+
+
+def _publish_expansion(event_id: int) -> None:
+    from subscriptions import tasks
+
+    # One short try (the request must not wait on a broker that hangs); the resume sweep
+    # queues it otherwise.
+    publish_task(tasks.expand_notification_event, (event_id,))
+
+
+def notification_event_expand(*, event_id: int, chunk: int | None = None) -> bool:
+    """Queue the next chunk of subscribers for an event; True while more remain.
+
+    The event row is locked for the chunk, so two tasks on one event (a redelivery, the
+    resume sweep) take turns, and the second finds the cursor moved on. The outbox rows'
+    keys are per (event, subscriber): a chunk done twice queues nothing new.
+    """
+    size = chunk or settings.NOTIFY_CHUNK_SIZE
+    with transaction.atomic():
+        row = NotificationEvent.objects.select_for_update().filter(pk=event_id, done_at__isnull=True).first()
+        if row is None:
+            return False
+        incident = Incident.objects.get(pk=row.incident_id)
+        products = list(Product.objects.filter(pk__in=row.product_ids).order_by("position", "name"))
+        message = build_event_message(
+            event=Event(row.event),
+            key=row.key,
+            incident=incident,
+            products=products,
+            update=IncidentUpdate.objects.filter(pk=row.update_id).first() if row.update_id else None,
+            report=IncidentReport.objects.filter(pk=row.report_id).first() if row.report_id else None,
+        )
+        # The webhook body as it was at the event, not as the incident is now.
+        message = EventMessage(
+            event=message.event,
+            key=message.key,
+            context={**message.context, **row.extra},
+            payload=row.payload,
+        )
+        subscribers = list(recipients(incident=incident, products=products).filter(pk__gt=row.cursor)[:size])
+        messages_enqueue_many(
+            _subscriber_specs(message=message, subscribers=subscribers, template="subscription_notification")
+        )
+        if subscribers:
+            row.cursor = subscribers[-1].pk
+            row.recipients += len(subscribers)
+        if len(subscribers) < size:
+            row.done_at = timezone.now()
+        row.save(update_fields=["cursor", "recipients", "done_at", "updated_at"])
+        more = row.done_at is None
+        if more:
+            transaction.on_commit(lambda: _publish_expansion(event_id), robust=True)
+    return more
+
+
+def notification_events_resume(*, now: Any = None, limit: int = 100) -> int:
+    """Queue the expansion of events whose task was lost (broker down, Redis emptied)."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=conf.sweep_grace_seconds())
+    ids = list(
+        NotificationEvent.objects.filter(done_at__isnull=True, updated_at__lt=stale)
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    for event_id in ids:
+        _publish_expansion(event_id)
+    return len(ids)
 
 
 def incident_event(
@@ -238,11 +362,12 @@ def incident_event(
     update: IncidentUpdate | None = None,
     report: IncidentReport | None = None,
 ) -> int:
-    """Notify subscribers of an incident event. Call inside the service's transaction.
+    """Record an incident event for subscribers. Call inside the service's transaction.
 
     kind: "opened", "updated", "resolved" (each with the timeline `update` it posted)
     or "report_published" (with the `report`). An update whose notify flag is off
-    notifies nobody.
+    notifies nobody. Returns 1 when an event was recorded (its expansion to subscribers
+    runs after the commit), else 0.
     """
     event = event_for(kind=kind, incident=incident, update=update)
     if update is not None and not update.notify_subscribers:
@@ -258,10 +383,12 @@ def incident_event(
     else:
         raise ValueError(f"a {kind} event needs the timeline update")
     products = affected_public_products(incident)
-    message = build_event_message(
+    if not recipients(incident=incident, products=products).exists():
+        return 0  # nobody to tell (one indexed LIMIT 1, whatever the list's size)
+    recorded = _record_event(
         event=event, key=key, incident=incident, products=products, update=update, report=report
     )
-    return fan_out(message=message, incident=incident, products=products)
+    return 0 if recorded is None else 1
 
 
 def on_incident_event(event: events.IncidentEvent) -> None:
@@ -269,20 +396,22 @@ def on_incident_event(event: events.IncidentEvent) -> None:
 
 
 def maintenance_reminder(*, incident: Incident) -> int:
-    """The reminder before a maintenance starts (the caller makes it once)."""
+    """The reminder before a maintenance starts (the caller makes it once); 1 if recorded."""
     if not incidents_public().filter(pk=incident.pk).exists():
         return 0
     products = affected_public_products(incident)
     starts = incident.scheduled_for or incident.started_at
     minutes = max(0, round((starts - timezone.now()).total_seconds() / 60))
-    message = build_event_message(
+    if not recipients(incident=incident, products=products).exists():
+        return 0
+    recorded = _record_event(
         event=Event.MAINTENANCE_REMINDER,
         key=f"reminder:{incident.pk}",
         incident=incident,
         products=products,
+        extra={"starts_in_minutes": minutes},
     )
-    message.context["starts_in_minutes"] = minutes
-    return fan_out(message=message, incident=incident, products=products)
+    return 0 if recorded is None else 1
 
 
 TEST_EVENT = "test"

@@ -94,7 +94,9 @@ def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
         assert _wait(_settled, timeout=60), worker.log()
         time.sleep(3)
     _assert_each_notice_received_once(smtp, 10)
-    assert DeliveryAttempt.objects.filter(outcome=AttemptOutcome.LOST).count() == 1
+    # The killed worker's claimed batch came back after its lease (at least the one it
+    # was sending); the notices it had sent were marked sent one by one and not resent.
+    assert DeliveryAttempt.objects.filter(outcome=AttemptOutcome.LOST).count() >= 1
 
 
 def test_it_delivers_queued_notices_after_redis_comes_back_empty(
@@ -102,7 +104,7 @@ def test_it_delivers_queued_notices_after_redis_comes_back_empty(
 ) -> None:
     _computed_notices(8)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
-    assert broker.llen("celery") == 8
+    assert broker.llen("email") == 1  # one task for the destination, not one per notice
     broker.flushdb()  # what a Redis restarted without its data looks like to us
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(_settled), worker.log()
@@ -110,30 +112,30 @@ def test_it_delivers_queued_notices_after_redis_comes_back_empty(
     _assert_each_notice_received_once(smtp, 8)
 
 
-def test_it_delivers_once_after_an_smtp_451_spell_within_the_budget(
+def test_it_delivers_once_after_an_smtp_451_spell_without_spending_the_budget(
     postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink, settings
 ) -> None:  # type: ignore[no-untyped-def]
-    settings.OUTBOX_MAX_ATTEMPTS = 12  # stamped on the rows queued by this process
-    smtp.handler.mail_reply = "451 4.7.1 Greylisted, try again later"
+    settings.OUTBOX_MAX_ATTEMPTS = 2  # stamped on the rows queued by this process
+    # The server refuses MAIL with 451: an outage of the server, not of a notice. It
+    # spends none of the (small) budget, and the breaker bounds the connections.
+    smtp.handler.mail_reply = "451 4.3.0 Try again later"
     _computed_notices(4)
     services.credits_approve_and_send(notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        time.sleep(1.5)
+        time.sleep(3)
         assert smtp.handler.snapshot() == []
-        assert 4 <= smtp.handler.connections <= 4 * 12
+        assert 1 <= smtp.handler.connections <= 10
         assert set(CreditNotice.objects.values_list("state", flat=True)) == {NoticeState.QUEUED}
         smtp.handler.mail_reply = None
         assert _wait(_settled), worker.log()
         time.sleep(2)
     _assert_each_notice_received_once(smtp, 4)
-    attempts = sum(OutboundMessage.objects.values_list("attempts", flat=True))
-    assert smtp.handler.connections <= attempts <= 4 * 12
+    assert set(OutboundMessage.objects.values_list("attempts", flat=True)) == {1}
     delays = list(
-        DeliveryAttempt.objects.filter(outcome=AttemptOutcome.TRANSIENT).values_list("retry_delay", flat=True)
+        DeliveryAttempt.objects.filter(outcome=AttemptOutcome.OUTAGE).values_list("retry_delay", flat=True)
     )
-    assert len(delays) >= 4
+    assert delays
     assert all(d is not None and 0 <= d <= 1.0 for d in delays)
-    assert len(set(delays)) == len(delays)
 
 
 def test_it_fails_a_refused_recipient_once_and_shows_it_to_staff(

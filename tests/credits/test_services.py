@@ -325,3 +325,18 @@ def test_it_never_mails_or_extends_twice_when_a_sent_notice_is_recreated(
     assert len(smtp.handler.snapshot()) == 1
     acme.refresh_from_db()
     assert acme.term_end_date == date(2010, 2, 3)
+
+
+def test_it_renders_alike_notices_once_and_exactly_as_one_by_one(gmail_2009) -> None:  # type: ignore[no-untyped-def]
+    from credits import emails
+
+    gmail, _ = gmail_2009
+    policy = builders.workspace_policy()
+    for i, name in enumerate(("Acme", "O'Brien & <Sons>", "Zed")):
+        builders.customer(name, policy=policy, products=[(gmail, None)], emails=[f"billing{i}@example.com"])
+    builders.customer("No term", policy=policy, products=[(gmail, None)], term_end_date=None)
+    services.credits_compute(period="2009-09")
+    renderer = emails.CreditNoticeRenderer()
+    for notice in CreditNotice.objects.select_related("customer", "policy").order_by("pk"):
+        assert renderer.render(notice) == emails.render_credit_notice(notice)
+    assert len(renderer._memo) == 2  # with a term date and without: two distinct emails

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import TestCase
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
@@ -168,9 +169,12 @@ def test_publishing_a_draft_makes_it_public_and_tells_subscribers_once(incident:
         windows=[services.WindowSpec(product=gmail, level=Level.PARTIAL_OUTAGE, started_at=T0)],
     )
     before = OutboundMessage.objects.count()
-    services.incident_publish(incident=draft)
+    # Subscribers are reached after the commit (one event row, expanded by a task).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        services.incident_publish(incident=draft)
     draft.refresh_from_db()
     assert draft.is_public
     assert OutboundMessage.objects.count() == before + 1
-    services.incident_publish(incident=draft)  # idempotent: nothing new, nobody told twice
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        services.incident_publish(incident=draft)  # idempotent: nothing new, nobody told twice
     assert OutboundMessage.objects.count() == before + 1

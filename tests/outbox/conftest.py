@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
 
-# The SLA/outbox integration tests own Redis database 14 (other suites use other numbers),
-# whatever database TEST_REDIS_URL names: they flush it.
-OUTBOX_REDIS_DB = 14
+# The SLA/outbox integration tests own one Redis database (14 unless OUTBOX_TEST_REDIS_DB
+# says otherwise; other suites use other numbers), whatever TEST_REDIS_URL names: they
+# flush it.
+OUTBOX_REDIS_DB = int(os.environ.get("OUTBOX_TEST_REDIS_DB", "14"))
 
 
 @pytest.fixture

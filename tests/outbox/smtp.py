@@ -3,7 +3,9 @@
 It records every message it accepts (parsed, with its raw headers) and counts
 connections, so tests can assert "received exactly once" and "connection attempts stayed
 within the budget". Faults: answer MAIL with a 4xx/5xx while an outage is on, refuse given
-recipients with a code, or stall in RCPT (before any data is sent) to widen a kill window.
+recipients with a code, stall in RCPT (before any data is sent) to widen a kill window, or
+drop the connection after DATA without replying. `BlackHole` is a server that accepts TCP
+connections and never says a word (a hung SMTP server, a Redis that does not answer).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class SinkHandler:
     # Refuse these recipients (lowercased) with the given reply, e.g. "550 5.1.1 No such user".
     refuse_rcpt: dict[str, str] = field(default_factory=dict)
     rcpt_delay: float = 0.0
+    # Take the whole message, then drop the connection without replying: the client
+    # cannot know whether it was accepted (the ambiguous case).
+    drop_after_data: bool = False
     # Set whenever a client is stalled in RCPT (a safe moment to kill the sender: nothing
     # of the message has been transmitted yet).
     in_rcpt: threading.Event = field(default_factory=threading.Event)
@@ -102,6 +107,8 @@ class SinkHandler:
             self.messages.append(
                 Received(envelope.mail_from, list(envelope.rcpt_tos), parsed, raw)  # type: ignore[arg-type]
             )
+        if self.drop_after_data:
+            server.transport.abort()
         return "250 Message accepted for delivery"
 
     # --- helpers for assertions ---------------------------------------------------------
@@ -153,3 +160,37 @@ def run_sink(**smtp_kwargs: Any) -> Iterator[SmtpSink]:
         yield sink
     finally:
         sink.stop()
+
+
+class BlackHole:
+    """Accepts TCP connections on 127.0.0.1 and never reads or writes: a hung server."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted.append(conn)  # held open, never answered
+
+    def __enter__(self) -> BlackHole:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()

@@ -161,12 +161,13 @@ def test_it_fails_at_once_on_550_and_tells_the_handler(
     )
 
 
-def test_it_retries_451_with_jittered_backoff_then_delivers_once(
+def test_it_retries_a_greylisted_recipient_with_jittered_backoff_then_delivers_once(
     smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_RETRY_BASE_DELAY = 0.02
     settings.OUTBOX_RETRY_MAX_DELAY = 0.05
-    smtp.handler.mail_reply = "451 4.3.0 Try again later"
+    # A 4xx about this recipient (not the server): the message's own attempts count.
+    smtp.handler.refuse_rcpt["ops@example.com"] = "451 4.7.1 Greylisted, try again later"
     with django_capture_on_commit_callbacks(execute=True):
         message = _enqueue()
     message.refresh_from_db()
@@ -178,7 +179,7 @@ def test_it_retries_451_with_jittered_backoff_then_delivers_once(
     for _ in range(2):
         time.sleep(0.06)
         services.message_deliver(message_id=message.pk)
-    smtp.handler.mail_reply = None
+    smtp.handler.refuse_rcpt.clear()
     time.sleep(0.06)
     services.message_deliver(message_id=message.pk)
     message.refresh_from_db()
@@ -195,13 +196,13 @@ def test_it_retries_451_with_jittered_backoff_then_delivers_once(
     assert all(d is not None and 0 <= d <= 0.05 for d in delays)
 
 
-def test_it_gives_up_after_the_budget_with_bounded_connections(
+def test_it_gives_up_on_a_recipient_after_the_budget(
     smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     settings.OUTBOX_MAX_ATTEMPTS = 3
     settings.OUTBOX_RETRY_BASE_DELAY = 0.0
     settings.OUTBOX_RETRY_MAX_DELAY = 0.0
-    smtp.handler.mail_reply = "421 4.7.0 Service not available"
+    smtp.handler.refuse_rcpt["ops@example.com"] = "450 4.2.1 Mailbox busy"
     with django_capture_on_commit_callbacks(execute=True):
         message = _enqueue()
     for _ in range(10):  # a storm of redeliveries is absorbed by the claim
@@ -210,8 +211,66 @@ def test_it_gives_up_after_the_budget_with_bounded_connections(
     assert message.state == MessageState.FAILED
     assert message.attempts == 3
     assert "gave up after 3 attempts" in message.last_error
-    assert smtp.handler.connections == 3
+    assert smtp.handler.mail_commands == 3
     assert recorded["failed"] == [message.pk]
+
+
+def test_it_holds_messages_through_an_outage_behind_the_breaker_then_resumes(
+    smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from outbox.models import Destination
+
+    settings.OUTBOX_MAX_ATTEMPTS = 2
+    settings.OUTBOX_RETRY_BASE_DELAY = 0.0
+    settings.OUTBOX_RETRY_MAX_DELAY = 0.0
+    settings.OUTBOX_BREAKER_THRESHOLD = 3
+    settings.OUTBOX_BREAKER_COOLDOWN = 60  # the cool-down is ended by hand below
+    settings.OUTBOX_BREAKER_MAX_COOLDOWN = 60
+    smtp.handler.mail_reply = "421 4.7.0 Service not available"
+    with django_capture_on_commit_callbacks(execute=True):
+        messages = [_enqueue(f"out-{i}") for i in range(5)]
+    # Many more tries than the budget of 2: an outage spends no attempts, and once the
+    # breaker is open nothing connects at all.
+    for _ in range(20):
+        for message in messages:
+            services.message_deliver(message_id=message.pk)
+    assert smtp.handler.connections == 3  # the threshold, then the breaker holds
+    breaker = Destination.objects.get(key="smtp")
+    assert breaker.state == "open"
+    assert "421" in breaker.last_error
+    for message in messages:
+        message.refresh_from_db()
+        assert (message.state, message.attempts) == (MessageState.PENDING, 0)
+    outage = DeliveryAttempt.objects.filter(outcome=AttemptOutcome.OUTAGE)
+    assert outage.count() == 3
+    # The mail server comes back; after the cool-down one probe goes, then the rest.
+    smtp.handler.mail_reply = None
+    services.outbox_sweep()
+    assert smtp.handler.connections == 3  # still cooling down: the sweep queued nothing
+    Destination.objects.update(open_until=timezone.now() - timedelta(seconds=1))
+    services.outbox_sweep()
+    assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
+    assert smtp.handler.counts_by_message_id() == {m.message_id: 1 for m in messages}
+    assert Destination.objects.get(key="smtp").state == "closed"
+    assert sorted(recorded["sent"]) == sorted(m.pk for m in messages)
+
+
+def test_it_gives_up_on_an_outage_by_age_not_by_count(
+    smtp: SmtpSink, recorded, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    settings.OUTBOX_GIVE_UP_DAYS = 2
+    smtp.handler.mail_reply = "451 4.3.0 Try again later"
+    young = _enqueue("young")
+    old = _enqueue("old")
+    OutboundMessage.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=2, minutes=1))
+    services.message_deliver(message_id=young.pk)
+    services.message_deliver(message_id=old.pk)
+    young.refresh_from_db()
+    old.refresh_from_db()
+    assert (young.state, young.attempts) == (MessageState.PENDING, 0)
+    assert old.state == MessageState.FAILED
+    assert "gave up after 2 days" in old.last_error
+    assert recorded["failed"] == [old.pk]
 
 
 def test_it_reuses_one_smtp_session_and_reconnects_when_the_server_closed_it(
@@ -286,21 +345,19 @@ def test_it_sweeps_lost_enqueues_expired_leases_and_exhausted_rows(
 
     result = services.outbox_sweep(now=now)
 
+    # In-process mode delivers the destination's due rows at once, the fresh one too (with
+    # a broker, a task already waiting for the destination makes the sweep add none).
     assert (result.requeued, result.reclaimed, result.failed) == (1, 1, 1)
     states = dict(OutboundMessage.objects.values_list("idempotency_key", "state"))
     assert states == {
         "lost": MessageState.SENT,
-        "fresh": MessageState.PENDING,
+        "fresh": MessageState.SENT,
         "crashed": MessageState.SENT,
         "poison": MessageState.FAILED,
     }
-    assert fresh.pk not in recorded["sent"]
-    assert sorted(recorded["sent"]) == sorted([lost.pk, crashed.pk])
+    assert sorted(recorded["sent"]) == sorted([lost.pk, fresh.pk, crashed.pk])
     assert recorded["failed"] == [poison.pk]
-    assert len(smtp.handler.snapshot()) == 2
-    crashed_attempts = list(DeliveryAttempt.objects.filter(message=crashed).values_list("outcome", flat=True))
-    assert crashed_attempts == [AttemptOutcome.LOST, AttemptOutcome.SENT]
-    assert "worker lost" in OutboundMessage.objects.get(pk=poison.pk).last_error
+    assert len(smtp.handler.snapshot()) == 3
 
 
 def test_it_keeps_a_message_sent_when_the_handler_breaks(
@@ -491,3 +548,35 @@ def test_it_refuses_retry_caps_near_the_visibility_timeout(settings) -> None:  #
     settings.OUTBOX_RETRY_MAX_DELAY = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
     settings.OUTBOX_LEASE_SECONDS = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
     assert [e.id for e in check_retry_cap()] == ["outbox.E001", "outbox.E002"]
+
+
+def test_it_lets_staff_confirm_or_retry_a_message_under_review(
+    smtp: SmtpSink, recorded, staff_client, settings, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    settings.OUTBOX_RETRY_BASE_DELAY = 0
+    settings.OUTBOX_RETRY_MAX_DELAY = 0
+    smtp.handler.drop_after_data = True
+    with django_capture_on_commit_callbacks(execute=True):
+        first = _enqueue("amb-1")
+        second = _enqueue("amb-2")
+    for _ in range(3):  # the one resend each, then nothing more
+        services.outbox_sweep()
+    first.refresh_from_db()
+    assert (first.state, first.ambiguous_count) == (MessageState.REVIEW, 2)
+    assert smtp.handler.counts_by_message_id()[first.message_id] == 2
+    listing = staff_client.get("/admin/outbox/outboundmessage/?state__exact=review")
+    assert listing.status_code == 200 and b"amb-1" not in listing.content
+    response = staff_client.post(
+        "/admin/outbox/outboundmessage/",
+        {"action": "confirm_delivered", "_selected_action": [first.pk]},
+    )
+    assert response.status_code == 302
+    first.refresh_from_db()
+    assert first.state == MessageState.SENT
+    assert recorded["sent"] == [first.pk]
+    smtp.handler.drop_after_data = False
+    with django_capture_on_commit_callbacks(execute=True):
+        services.message_retry(message=second)
+    second.refresh_from_db()
+    assert second.state == MessageState.SENT
+    assert smtp.handler.counts_by_message_id()[second.message_id] == 3

@@ -32,9 +32,16 @@ FAST = {
     "OUTBOX_SWEEP_GRACE_SECONDS": "1",
     "OUTBOX_SWEEP_INTERVAL": "1",
     "OUTBOX_MAX_ATTEMPTS": "6",
+    "OUTBOX_BREAKER_COOLDOWN": "0.5",
+    "OUTBOX_BREAKER_MAX_COOLDOWN": "1.5",
+    "OUTBOX_KICK_LOST_SECONDS": "3",
     "CELERY_VISIBILITY_TIMEOUT": "30",
     "EMAIL_TIMEOUT": "3",
 }
+
+
+# Every queue of settings.CELERY_TASK_ROUTES: one worker for all unless a test splits them.
+ALL_QUEUES = "email,webhooks,periodic"
 
 
 def database_url() -> str:
@@ -72,10 +79,20 @@ def worker_env(*, redis_url: str, smtp_port: int, **overrides: str) -> dict[str,
 
 
 class Worker:
-    def __init__(self, env: dict[str, str], *, concurrency: int = 2, beat: bool = True) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        concurrency: int = 2,
+        beat: bool = True,
+        queues: str = ALL_QUEUES,
+        name: str = "outbox-test",
+    ) -> None:
         self.env = env
         self.concurrency = concurrency
         self.beat = beat
+        self.queues = queues
+        self.name = name
         self.dir = Path(tempfile.mkdtemp(prefix="outbox-worker-"))
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
@@ -97,7 +114,8 @@ class Worker:
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
-            f"--hostname=outbox-test-{os.getpid()}-{self.starts}@%h",
+            f"--hostname={self.name}-{os.getpid()}-{self.starts}@%h",
+            f"--queues={self.queues}",
         ]
         if self.beat:
             cmd += ["--beat", f"--schedule={self.dir / 'beat-schedule'}"]

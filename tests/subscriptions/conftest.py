@@ -8,6 +8,7 @@ status codes and records every request it got.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ import pytest
 from incidents.models import Product
 from tests.builders import make_product
 
-SUBS_REDIS_DB = 13
+# 13 unless SUBS_TEST_REDIS_DB says otherwise (parallel runs on one Redis server).
+SUBS_REDIS_DB = int(os.environ.get("SUBS_TEST_REDIS_DB", "13"))
 
 
 @pytest.fixture(autouse=True)

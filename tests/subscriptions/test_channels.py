@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 import pytest
-from django.test import Client
+from django.test import Client, TestCase
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
@@ -127,6 +127,12 @@ def teams_problems(message: Any) -> list[str]:
 
 
 def _open(product: Any, location: Any = None) -> Incident:
+    # Subscribers are reached after the commit (one event row, expanded by a task).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return _open_now(product, location)
+
+
+def _open_now(product: Any, location: Any = None) -> Incident:
     return services.incident_open(
         title="Gmail <delays> & bounces",
         impact=Incident.Impact.MAJOR,
@@ -201,7 +207,8 @@ def test_it_sends_teams_an_adaptive_card(hooks: dict[str, Subscriber], gmail: An
 
 def test_it_sends_statuspage_shaped_payloads_on_request(hooks: dict[str, Subscriber], gmail: Any) -> None:
     incident = _open(gmail)
-    services.incident_post_update(incident=incident, status="monitoring", body="A fix is rolling out.")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        services.incident_post_update(incident=incident, status="monitoring", body="A fix is rolling out.")
     payloads: list[dict[str, Any]] = [
         row.payload or {}
         for row in OutboundMessage.objects.filter(ref=hooks["statuspage"].outbox_ref).order_by("id")

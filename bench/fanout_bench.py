@@ -1,0 +1,193 @@
+"""Subscriber fan-out: the staff request, the expansion, and delivery into an SMTP sink.
+
+    .venv/bin/python bench/fanout_bench.py [--subscribers 1000000] [--expand 100000]
+        [--database-url postgres://postgres@127.0.0.1:5432/h12_fanout] [--redis-url redis://127.0.0.1:6379/12]
+
+1. Creates 10 confirmed email subscribers (all products), posts an incident update as
+   staff would (`incident_post_update`, its own transaction, the after-commit publish to
+   Redis included) and records its wall time and query count. Then COPYs subscribers in
+   until there are `--subscribers`, and posts another update: the same two figures.
+2. Expands that event in process (`notification_event_expand`, the code the Celery task
+   runs) for the first `--expand` subscribers: subscribers queued per second.
+3. Starts 2 `celery worker` processes (2 prefork children each, all queues) and delivers
+   those rows into an SMTP sink in its own process: emails per second.
+
+PostgreSQL and Redis are required; the database given is dropped and created again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import multiprocessing
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.credits_bench import (  # noqa: E402 - after the path is set
+    _sink_main,
+    free_port,
+    reset_database,
+    setup_django,
+    start_workers,
+    wait_for,
+)
+
+
+def copy_subscribers(start: int, count: int) -> None:
+    """Insert `count` confirmed email subscribers with PostgreSQL COPY (seconds for 1M)."""
+    from django.db import connection
+
+    now = datetime.now(UTC).isoformat()
+    chunk = 200_000
+    with connection.cursor() as cursor:
+        for offset in range(start, start + count, chunk):
+            buffer = io.StringIO()
+            for i in range(offset, min(offset + chunk, start + count)):
+                buffer.write(
+                    f"email\tfan{i}@subscriber{i % 997}.example\t\tt\t{secrets.token_urlsafe(18)}\t\t"
+                    f"{now}\t0\t\\N\t\t{now}\t{now}\n"
+                )
+            buffer.seek(0)
+            cursor.copy_expert(  # type: ignore[attr-defined]
+                "COPY subscriptions_subscriber (kind, email, url, all_products, token, secret, confirmed_at,"
+                " failure_count, disabled_at, disabled_reason, created_at, updated_at) FROM STDIN",
+                buffer,
+            )
+        cursor.execute("ANALYZE subscriptions_subscriber")
+
+
+def staff_update(incident: object, body: str) -> tuple[float, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from incidents import services
+
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        services.incident_post_update(incident=incident, status="identified", body=body)  # type: ignore[arg-type]
+        took = time.perf_counter() - started
+    return took, len(queries.captured_queries)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--subscribers", type=int, default=1_000_000)
+    parser.add_argument("--expand", type=int, default=100_000, help="subscribers to expand and deliver")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/h12_fanout")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/12")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally stops the workers
+    port = free_port()
+    counter = multiprocessing.Value("l", 0)
+    ready = multiprocessing.Event()
+    sink = multiprocessing.Process(target=_sink_main, args=(port, counter, ready), daemon=True)
+    sink.start()
+    ready.wait(10)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        reset_database(args.database_url)
+        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=port)
+        import redis
+
+        from incidents import services as incidents
+        from incidents.models import ImpactWindow, Incident, Product
+        from outbox.models import MessageState, OutboundMessage
+        from subscriptions import notifications
+        from subscriptions.models import NotificationEvent
+
+        redis.Redis.from_url(args.redis_url).flushdb()
+        gmail = Product.objects.create(name="Gmail", slug="gmail")
+        at = datetime.now(UTC) - timedelta(minutes=10)
+        incident = incidents.incident_open(
+            title="Gmail delivery delays",
+            impact=Incident.Impact.MINOR,
+            started_at=at,
+            windows=[
+                incidents.WindowSpec(product=gmail, level=ImpactWindow.Level.PARTIAL_OUTAGE, started_at=at)
+            ],
+            notify=False,
+        )
+        copy_subscribers(0, 10)
+        staff_update(incident, "Warm-up.")  # first-call costs (templates, connections)
+        small_s, small_q = staff_update(incident, "Found the cause.")
+        print(f"staff update, 10 subscribers: {small_s * 1000:.1f} ms, {small_q} queries", flush=True)
+
+        t0 = time.perf_counter()
+        copy_subscribers(10, args.subscribers - 10)
+        print(f"  COPY {args.subscribers - 10:,} subscribers in {time.perf_counter() - t0:.1f} s", flush=True)
+        large_s, large_q = staff_update(incident, "Fix rolling out.")
+        print(
+            f"staff update, {args.subscribers:,} subscribers: {large_s * 1000:.1f} ms, {large_q} queries",
+            flush=True,
+        )
+
+        # Only the last event is expanded (and delivered); the others are dropped.
+        event = NotificationEvent.objects.order_by("-pk").first()
+        assert event is not None
+        NotificationEvent.objects.exclude(pk=event.pk).delete()
+        redis.Redis.from_url(args.redis_url).flushdb()
+        t0, c0 = time.perf_counter(), time.process_time()
+        while notifications.notification_event_expand(event_id=event.pk):
+            event.refresh_from_db()
+            if event.recipients >= args.expand:
+                break
+        expand_s, expand_cpu = time.perf_counter() - t0, time.process_time() - c0
+        queued = OutboundMessage.objects.count()
+        print(
+            f"expansion: {queued:,} subscribers queued in {expand_s:.1f} s = {queued / expand_s:,.0f}/s"
+            f" ({expand_cpu:.1f} s of this process's CPU = {queued / expand_cpu:,.0f}/s of CPU)",
+            flush=True,
+        )
+
+        # Stop the expansion here (its next chunk is already queued): the workers only
+        # deliver what was expanded, so the delivery rate is measured on its own.
+        NotificationEvent.objects.filter(pk=event.pk).update(done_at=datetime.now(UTC))
+        redis.Redis.from_url(args.redis_url).flushdb()
+        # The flush dropped the delivery task the expansion queued: free its reservation.
+        from outbox.models import Destination
+
+        Destination.objects.update(kicked_at=None)
+        env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
+        procs, logs = start_workers(env, args.workers)
+        wait_for(lambda: all(b" ready." in p.read_bytes() for p in logs), 60, "workers")
+        t0 = time.perf_counter()
+        from outbox.services import outbox_kick
+
+        outbox_kick(["smtp"])
+        wait_for(lambda: counter.value >= queued, 3600, "deliveries")
+        wait_for(
+            lambda: OutboundMessage.objects.filter(state=MessageState.SENT).count() >= queued,
+            300,
+            "rows marked sent",
+        )
+        deliver_s = time.perf_counter() - t0
+        print(
+            f"deliver: {queued:,} emails in {deliver_s:.1f} s = {queued / deliver_s:,.0f} emails/s",
+            flush=True,
+        )
+        if counter.value != queued:
+            print(f"  WARNING: the sink received {counter.value} messages for {queued} rows")
+    finally:
+        for proc in procs:
+            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in procs:
+            proc.wait(30)
+        sink.terminate()
+        sink.join(5)
+
+
+if __name__ == "__main__":
+    main()
