@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
@@ -11,9 +12,11 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.template.loader import render_to_string
 
-from credits import sla
+from credits import selectors, sla
 from credits.models import CreditNotice
 from incidents.intervals import format_duration
+from incidents.models import IncidentReport
+from incidents.selectors import incident_durations
 
 SUBJECT = "emails/credit_notice_subject.txt"
 TEXT = "emails/credit_notice.txt"
@@ -26,7 +29,23 @@ class IncidentLine:
     url: str
     started: str
     ended: str
-    duration: str
+    duration: str  # the incident's total, as its public page gives it
+    yours: str = ""  # the customer's own affected time, when it differs from the total
+    yours_from: str = ""
+    yours_to: str = ""
+    report_url: str = ""
+    summary: str = ""
+    root_cause: str = ""
+    prevention: str = ""
+
+
+def _sentences(markdown: str, limit: int = 3, max_chars: int = 600) -> str:
+    """The first few sentences of a Markdown field, as plain text for the letter."""
+    text = re.sub(r"[`*_>#\[\]]|\(https?://[^)]*\)", "", markdown or "")
+    text = " ".join(text.split())
+    parts = re.split(r"(?<=[.!?])\s+", text)
+    out = " ".join(parts[:limit])
+    return out if len(out) <= max_chars else out[: max_chars - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _local(value: datetime | None, tz: ZoneInfo) -> str:
@@ -45,6 +64,7 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
     tz = ZoneInfo(policy.time_zone)
     period = sla.Period.parse(notice.period)
     incidents = []
+    spans = selectors.notice_breakdown(notice).incident_spans()
     # .all() so a caller's prefetch (ordered by start) is used; sorted again to be sure.
     for incident in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk)):
         if not incident.is_public:
@@ -54,13 +74,30 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
             )
             continue
         end = incident.resolved_at
+        total = incident_durations(incident=incident).total
+        url = f"{settings.SITE_URL}/incidents/{incident.public_id}/"
+        yours, yours_from, yours_to = "", "", ""
+        span = spans.get(incident.pk)
+        if span is not None and format_duration(span[0]) != format_duration(total):
+            yours = format_duration(span[0])
+            yours_from, yours_to = _local(span[1], tz), _local(span[2], tz)
+        report = IncidentReport.objects.filter(
+            incident=incident, status=IncidentReport.Status.PUBLISHED, published_at__isnull=False
+        ).first()
         incidents.append(
             IncidentLine(
                 title=incident.title,
-                url=f"{settings.SITE_URL}/incidents/{incident.public_id}/",
+                url=url,
                 started=_local(incident.started_at, tz),
                 ended=_local(end, tz),
-                duration=format_duration(end - incident.started_at) if end else "",
+                duration=format_duration(total) if end else "",
+                yours=yours,
+                yours_from=yours_from,
+                yours_to=yours_to,
+                report_url=url if report else "",
+                summary=_sentences(report.summary) if report else "",
+                root_cause=_sentences(report.root_cause) if report else "",
+                prevention=_sentences(report.remediation) if report else "",
             )
         )
     days = int(notice.credit) if notice.unit == CreditNotice.Unit.DAYS else 0
@@ -89,6 +126,8 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "term_before": term_before,
         "term_after": term_after,
         "claim_deadline": notice.claim_deadline,
+        "claim_window_days": policy.claim_window_days,
+        "any_partial": any(i.yours for i in incidents) or len(incidents) > 1,
     }
 
 
@@ -96,3 +135,11 @@ def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
     context = notice_context(notice)
     subject = " ".join(render_to_string(SUBJECT, context).split())
     return subject, render_to_string(TEXT, context), render_to_string(HTML, context)
+
+
+def preview_credit_notice(notice: CreditNotice, *, today: date) -> tuple[str, str, str]:
+    """The letter exactly as approving it today would send it: same builder, with the
+    claim deadline the approval will set (a notice already queued keeps its own)."""
+    if notice.state in (CreditNotice.State.COMPUTED, CreditNotice.State.APPROVED, CreditNotice.State.FAILED):
+        notice.claim_deadline = sla.claim_deadline(today, notice.policy.claim_window_days)
+    return render_credit_notice(notice)
