@@ -85,9 +85,9 @@ def test_it_computes_lists_and_approves_through_the_api(
     with django_capture_on_commit_callbacks(execute=True):
         approved = client.post(
             "/api/v1/credit-notices/approve/",
-                {"ids": [row["id"]], "confirm": True},
-                content_type="application/json",
-                **auth,
+            {"ids": [row["id"]], "confirm": True},
+            content_type="application/json",
+            **auth,
         )
     assert approved.status_code == 200
     assert approved.json() == {"queued": 1, "retried": 0, "skipped": 0}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
+from zoneinfo import ZoneInfo
 from decimal import Decimal as D
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from credits import services
+from credits import sla, services
 from credits.models import CreditNotice, Customer, NoticeState
 from incidents.models import ImpactWindow, Incident, Location
 from outbox.models import MessageState, OutboundMessage
@@ -73,7 +74,10 @@ def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(
         assert "Gmail web interface unavailable" in body
         assert f"/incidents/{incident.public_id}/" in body
         assert "2010-01-31" in body and "2010-02-03" in body
-        assert "2009-10-30" in body  # claim deadline
+        # The claim deadline counts from the sending day (30 days), not from the month.
+        sent_day = notice.approved_at.astimezone(ZoneInfo("US/Pacific")).date()  # type: ignore[union-attr]
+        assert notice.claim_deadline == sla.claim_deadline(sent_day, 30)
+        assert notice.claim_deadline.isoformat() in body
         assert "September 2009" in body
 
     # Approving again, recomputing, or a redelivered "sent" changes nothing.
