@@ -44,6 +44,7 @@ def credits_review(request: HttpRequest) -> HttpResponse:
         {
             "notices": notices,
             "totals": selectors.notice_totals(notices),
+            "rows": _rows(notices),
             "periods": periods,
             "period": period,
             "policies": list(SLAPolicy.objects.order_by("name")),
@@ -56,6 +57,11 @@ def credits_review(request: HttpRequest) -> HttpResponse:
             ),
         },
     )
+
+
+def _rows(notices: list[CreditNotice]) -> list[tuple[CreditNotice, str, bool]]:
+    labels = selectors.entitlement_labels(notices)
+    return [(n, labels.get(n.pk, ""), n.state in confirm.SENDABLE) for n in notices]
 
 
 def _notice(pk: int) -> CreditNotice:

@@ -257,3 +257,22 @@ def notice_entitlements_for_customer(
         ]
         out.append((e, policy, sla.compute(outages, policy.as_policy(), period)))
     return out
+
+
+def entitlement_labels(notices: Iterable[CreditNotice]) -> dict[int, str]:
+    """Per notice: what the customer has under its policy, e.g. "Cloud Storage in us-central1"."""
+    notices = list(notices)
+    by_customer: dict[int, list[CustomerEntitlement]] = defaultdict(list)
+    for e in CustomerEntitlement.objects.filter(customer_id__in={n.customer_id for n in notices}).select_related(
+        "product", "location", "customer"
+    ):
+        by_customer[e.customer_id].append(e)
+    labels = {}
+    for n in notices:
+        parts = [
+            f"{e.product.name} in {e.location.name}" if e.location else f"{e.product.name} (everywhere)"
+            for e in by_customer.get(n.customer_id, [])
+            if (e.policy_id or e.customer.policy_id) == n.policy_id
+        ]
+        labels[n.pk] = "; ".join(parts)
+    return labels

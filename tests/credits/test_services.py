@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
-from zoneinfo import ZoneInfo
 from decimal import Decimal as D
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from credits import sla, services
+from credits import services, sla
 from credits.models import CreditNotice, Customer, NoticeState
 from incidents.models import ImpactWindow, Incident, Location
 from outbox.models import MessageState, OutboundMessage
