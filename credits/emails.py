@@ -30,6 +30,7 @@ class IncidentLine:
     started: str
     ended: str
     duration: str  # the incident's total, as its public page gives it
+    open_for: str = ""  # first start to resolution, when impact came in separate stretches
     yours: str = ""  # the customer's own affected time, when it differs from the total
     yours_from: str = ""
     yours_to: str = ""
@@ -39,7 +40,7 @@ class IncidentLine:
     prevention: str = ""
 
 
-def _sentences(markdown: str, limit: int = 3, max_chars: int = 600) -> str:
+def _sentences(markdown: str, limit: int = 2, max_chars: int = 420) -> str:
     """The first few sentences of a Markdown field, as plain text for the letter."""
     text = re.sub(r"[`*_>#\[\]]|\(https?://[^)]*\)", "", markdown or "")
     text = " ".join(text.split())
@@ -91,6 +92,9 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
                 started=_local(incident.started_at, tz),
                 ended=_local(end, tz),
                 duration=format_duration(total) if end else "",
+                open_for=format_duration(end - incident.started_at)
+                if end and format_duration(end - incident.started_at) != format_duration(total)
+                else "",
                 yours=yours,
                 yours_from=yours_from,
                 yours_to=yours_to,

@@ -51,6 +51,10 @@ class WindowLine:
     clipped_minutes: Decimal  # its own length inside the month (unweighted, exact)
 
     @property
+    def level_label(self) -> str:
+        return self.level.replace("_", " ")
+
+    @property
     def counted(self) -> bool:
         return self.reason == COUNTED
 

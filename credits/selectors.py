@@ -263,9 +263,9 @@ def entitlement_labels(notices: Iterable[CreditNotice]) -> dict[int, str]:
     """Per notice: what the customer has under its policy, e.g. "Cloud Storage in us-central1"."""
     notices = list(notices)
     by_customer: dict[int, list[CustomerEntitlement]] = defaultdict(list)
-    for e in CustomerEntitlement.objects.filter(customer_id__in={n.customer_id for n in notices}).select_related(
-        "product", "location", "customer"
-    ):
+    for e in CustomerEntitlement.objects.filter(
+        customer_id__in={n.customer_id for n in notices}
+    ).select_related("product", "location", "customer"):
         by_customer[e.customer_id].append(e)
     labels = {}
     for n in notices:
