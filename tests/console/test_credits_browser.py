@@ -48,7 +48,11 @@ def demo_credits(staff: Any) -> list[CreditNotice]:  # noqa: F811
 
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 def test_the_credits_console_pages(
-    browser: Any, live_server: Any, demo_credits: list[CreditNotice], viewport: str, monkeypatch: Any
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    demo_credits: list[CreditNotice],
+    viewport: str,
+    monkeypatch: Any,
 ) -> None:
     monkeypatch.setattr(console_browser, "SCREENS", SCREENS)
     context, page = _login(browser, live_server, viewport=viewport)

@@ -260,7 +260,7 @@ def test_the_api_needs_confirm_or_a_preview_token(
 ) -> None:
     from rest_framework.authtoken.models import Token
 
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
     notice = storage_case["notice"]
     refused = client.post(
         "/api/v1/credit-notices/approve/", {"ids": [notice.pk]}, content_type="application/json", **auth
@@ -381,9 +381,13 @@ def test_the_exports_parse_and_add_up(
     assert response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert len(rows) == len(notices) == 4
-    assert sum(D(r["credit_amount"]) for r in rows) == sum(n.credit_amount for n in notices) == D("499.99")
+    assert (
+        sum(D(r["credit_amount"]) for r in rows)
+        == sum(n.credit_amount or D(0) for n in notices)
+        == D("499.99")
+    )
     assert sum(D(r["downtime_minutes"]) for r in rows) == sum(n.downtime_minutes for n in notices)
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
     api = client.get("/api/v1/credit-notices/export/?period=2026-10", **auth)
     assert api.status_code == 200 and api.content == response.content
 
