@@ -10,9 +10,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Prefetch, QuerySet
+from django.http import HttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -22,7 +24,8 @@ from rest_framework.routers import BaseRouter
 from api.base import APIMixin, acting_user, errors
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer
-from credits import services, sla
+from credits import confirm, exports, services, sla
+from credits import selectors as credit_selectors
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Location, Product
 
@@ -142,12 +145,25 @@ class PeriodSerializer(StrictSerializer):
 
 class ApproveSerializer(StrictSerializer):
     period = serializers.CharField(max_length=7, required=False)
+    confirm = serializers.BooleanField(
+        default=False,
+        help_text="Required (true) unless `confirmation` is given: without it nothing is sent and the "
+        "answer is 400. Prefer `confirmation`, which sends exactly what send-preview showed.",
+    )
+    confirmation = serializers.CharField(
+        required=False,
+        max_length=20000,
+        help_text="The token from POST send-preview. Sends exactly the notices (and figures) it showed; "
+        "a notice recomputed or cancelled since makes it stale (400).",
+    )
     # Bounded to the id column (bigint): a larger number is a 400, not a database error.
     ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False, max_length=10000
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("confirmation"):
+            return attrs
         if not attrs.get("period") and not attrs.get("ids"):
             raise serializers.ValidationError("Give a period or a list of notice ids.")
         if attrs.get("period"):
@@ -172,6 +188,51 @@ class SendResultSerializer(serializers.Serializer):
     queued = serializers.IntegerField()
     retried = serializers.IntegerField()
     skipped = serializers.IntegerField()
+
+
+class PreviewSerializer(ApproveSerializer):
+    confirm = None  # type: ignore[assignment]
+    confirmation = None  # type: ignore[assignment]
+
+
+class PlanNoticeSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="pk")
+    customer = serializers.CharField(source="customer.name")
+    credit = serializers.DecimalField(max_digits=8, decimal_places=2)
+    unit = serializers.CharField()
+    credit_amount = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    currency = serializers.CharField(source="customer.currency")
+    recipients = serializers.ListField(source="customer.billing_emails", child=serializers.CharField())
+
+
+class MoneySerializer(serializers.Serializer):
+    currency = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=14, decimal_places=2)
+
+
+class SendPlanSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    days = serializers.DecimalField(max_digits=12, decimal_places=2)
+    percent = serializers.DecimalField(max_digits=12, decimal_places=2)
+    money = MoneySerializer(many=True)
+    recipient_count = serializers.IntegerField()
+    notices = PlanNoticeSerializer(many=True)
+    confirmation = serializers.CharField(source="token", help_text="Pass to approve to send exactly this.")
+
+
+class StatementLineSerializer(serializers.Serializer):
+    product = serializers.CharField()
+    location = serializers.CharField()
+    policy = serializers.CharField()
+    downtime_minutes = serializers.DecimalField(max_digits=10, decimal_places=2)
+    uptime_percent = serializers.DecimalField(max_digits=7, decimal_places=4)
+
+
+class StatementSerializer(serializers.Serializer):
+    customer = serializers.CharField(source="customer.name")
+    period = serializers.CharField()
+    lines = StatementLineSerializer(many=True)
+    notices = NoticeSerializer(many=True)
 
 
 class NoticeFilterSerializer(serializers.Serializer):
@@ -247,6 +308,26 @@ class CustomerViewSet(
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.partial_update(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="A customer's monthly SLA statement (staff)",
+        description="Uptime per entitled product and location, and the month's credits. "
+        "`output=csv` answers text/csv.",
+        parameters=[
+            OpenApiParameter("period", str, required=True),
+            OpenApiParameter("output", str, enum=["json", "csv"], required=False),
+        ],
+        responses={200: StatementSerializer, (200, "text/csv"): str, **STAFF_ERRORS},
+    )
+    @action(detail=True, methods=["get"], url_path="statement")
+    def statement(self, request: Request, pk: str | None = None) -> Response | HttpResponse:
+        params = self.validated_query(PeriodSerializer)
+        st = exports.statement(self.get_object(), sla.Period.parse(params["period"]))
+        if request.query_params.get("output") == "csv":
+            response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="sla-statement-{pk}-{st.period}.csv"'
+            return response
+        return Response(StatementSerializer(st).data)
 
 
 @extend_schema_view(
@@ -334,12 +415,38 @@ class CreditNoticeViewSet(
     def compute(self, request: Request) -> Response:
         serializer = PeriodSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        summary = services.credits_compute(period=serializer.validated_data["period"])
+        summary = services.credits_compute(
+            period=serializer.validated_data["period"], actor=acting_user(request), via="api"
+        )
         return Response(ComputeResultSerializer(summary).data)
 
+    def _selected(self, data: dict[str, Any]) -> tuple[int, ...]:
+        queryset = CreditNotice.objects.all()
+        if data.get("period"):
+            queryset = queryset.filter(period=data["period"])
+        if data.get("ids"):
+            queryset = queryset.filter(pk__in=data["ids"])
+        return tuple(queryset.values_list("pk", flat=True))
+
     @extend_schema(
-        summary="Approve notices and queue their emails (staff)",
-        description="By `ids`, or every computed or failed notice of `period`.",
+        summary="What sending would do, and its confirmation token (staff)",
+        description="By `ids`, or every computed or failed notice of `period`. Sends nothing. "
+        "The answer's `confirmation` goes to approve to send exactly these notices.",
+        request=PreviewSerializer,
+        responses={200: SendPlanSerializer, **STAFF_ERRORS},
+    )
+    @action(detail=False, methods=["post"], url_path="send-preview")
+    def send_preview(self, request: Request) -> Response:
+        serializer = PreviewSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        plan = confirm.send_plan(ids=self._selected(serializer.validated_data))
+        confirm.plan_shown(plan=plan, actor=acting_user(request), via="api")
+        return Response(SendPlanSerializer(plan).data)
+
+    @extend_schema(
+        summary="Approve notices and queue their emails (staff; needs confirmation)",
+        description="Give `confirmation` (the token from send-preview: sends exactly what it showed), "
+        'or `ids`/`period` with `"confirm": true`. Without either, nothing is sent: 400.',
         request=ApproveSerializer,
         responses={200: SendResultSerializer, **STAFF_ERRORS},
     )
@@ -347,13 +454,34 @@ class CreditNoticeViewSet(
     def approve(self, request: Request) -> Response:
         serializer = ApproveSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        queryset = CreditNotice.objects.all()
-        if serializer.validated_data.get("period"):
-            queryset = queryset.filter(period=serializer.validated_data["period"])
-        if serializer.validated_data.get("ids"):
-            queryset = queryset.filter(pk__in=serializer.validated_data["ids"])
-        summary = services.credits_approve_and_send(notices=queryset, actor=acting_user(request))
+        data = serializer.validated_data
+        actor = acting_user(request)
+        token = data.get("confirmation", "")
+        if not token:
+            if not data.get("confirm"):
+                confirm.refuse_unconfirmed(actor=actor, via="api", detail="approve without confirm")
+                raise serializers.ValidationError(
+                    {"confirm": 'Nothing was sent: pass "confirm": true or a confirmation from send-preview.'}
+                )
+            token = confirm.send_plan(ids=self._selected(data)).token
+        try:
+            summary = confirm.credits_send_confirmed(token=token, actor=actor, via="api")
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"confirmation": exc.messages}) from None
         return Response(SendResultSerializer(summary).data)
+
+    @extend_schema(
+        summary="A month's notices as CSV, for finance (staff)",
+        parameters=[OpenApiParameter("period", str, required=True)],
+        responses={(200, "text/csv"): str, **STAFF_ERRORS},
+    )
+    @action(detail=False, methods=["get"], url_path="export")
+    def export(self, request: Request) -> HttpResponse:
+        params = self.validated_query(PeriodSerializer)
+        body = exports.notices_csv(credit_selectors.notices_filtered(period=params["period"]))
+        response = HttpResponse(body, content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="credit-notices-{params["period"]}.csv"'
+        return response
 
     @extend_schema(
         summary="Cancel a notice before it is sent (staff)",
@@ -362,7 +490,7 @@ class CreditNoticeViewSet(
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        notice = services.credits_cancel(notice=self.get_object(), actor=acting_user(request))
+        notice = services.credits_cancel(notice=self.get_object(), actor=acting_user(request), via="api")
         return Response(self.get_serializer(self.get_queryset().get(pk=notice.pk)).data)
 
 

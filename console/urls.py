@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import views
+from console import credit_views, views
 
 app_name = "console"
 
@@ -16,4 +16,13 @@ urlpatterns = [
     path("templates/<int:pk>/", views.template_edit, name="template_edit"),
     path("templates/<int:pk>/delete/", views.template_delete, name="template_delete"),
     path("preview/", views.preview, name="preview"),
+    path("credits/", credit_views.credits_review, name="credits"),
+    path("credits/confirm/", credit_views.credits_confirm, name="credits_confirm"),
+    path("credits/send/", credit_views.credits_send, name="credits_send"),
+    path("credits/export.csv", credit_views.credits_export, name="credits_export"),
+    path("credits/<int:pk>/", credit_views.credit_notice, name="credit_notice"),
+    path("credits/<int:pk>/letter/", credit_views.credit_letter, name="credit_letter"),
+    path("credits/<int:pk>/letter.html", credit_views.credit_letter_html, name="credit_letter_html"),
+    path("credits/<int:pk>/cancel/", credit_views.credit_cancel, name="credit_cancel"),
+    path("customers/<int:pk>/statement/", credit_views.customer_statement, name="customer_statement"),
 ]

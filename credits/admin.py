@@ -8,6 +8,7 @@ through `credits.services`.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,7 +21,14 @@ from django.utils.html import format_html, format_html_join
 
 from core.admin import ServiceModelAdmin, adopt, call_service, record_formset
 from credits import services, sla
-from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, SLAPolicy
+from credits.models import (
+    CreditAuditEntry,
+    CreditNotice,
+    CreditTier,
+    Customer,
+    CustomerEntitlement,
+    SLAPolicy,
+)
 from outbox import services as outbox
 
 
@@ -224,14 +232,16 @@ class ComputeForm(forms.Form):
 
 @admin.register(CreditNotice)
 class CreditNoticeAdmin(admin.ModelAdmin):
+    # Credit and state first after the customer: they are what a reviewer reads, and the
+    # long delivery columns can scroll off at 1280 px.
     list_display = (
         "customer",
+        "credit_label",
+        "state",
         "period",
         "policy",
         "uptime",
         "downtime_minutes",
-        "credit_label",
-        "state",
         "delivery",
         "error",
         "sent_at",
@@ -300,7 +310,7 @@ class CreditNoticeAdmin(admin.ModelAdmin):
         form = ComputeForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             period = form.cleaned_data["period"]
-            summary = services.credits_compute(period=period)
+            summary = services.credits_compute(period=period, actor=request.user, via="admin")  # type: ignore[arg-type]
             self.message_user(
                 request,
                 f"{period}: {summary.customers_considered} customers measured; {summary.created} notices "
@@ -317,21 +327,20 @@ class CreditNoticeAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/credits/creditnotice/compute.html", context)
 
-    @admin.action(description="Approve and send the selected notices")
-    def approve_and_send(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
-        summary = services.credits_approve_and_send(notices=queryset, actor=request.user)  # type: ignore[arg-type]
-        self.message_user(
-            request,
-            f"{summary.queued} notice(s) approved and queued, {summary.retried} failed one(s) retried, "
-            f"{summary.skipped} skipped (already queued, sent or cancelled).",
-        )
+    @admin.action(description="Approve and send the selected notices (asks to confirm)")
+    def approve_and_send(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> HttpResponse:
+        # Sends nothing itself: the console's confirmation page shows the count, totals and
+        # recipients and only its own POST sends (one confirmation path for every door).
+        ids = sorted(queryset.values_list("pk", flat=True))
+        query = urlencode([("ids", pk) for pk in ids] + [("via", "admin")])
+        return HttpResponseRedirect(f"{reverse('console:credits_confirm')}?{query}")
 
     @admin.action(description="Cancel the selected notices")
     def cancel_notices(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
         done = 0
         for notice in queryset:
             try:
-                services.credits_cancel(notice=notice, actor=request.user)  # type: ignore[arg-type]
+                services.credits_cancel(notice=notice, actor=request.user, via="admin")  # type: ignore[arg-type]
                 done += 1
             except ValidationError as exc:
                 self.message_user(request, f"{notice}: {'; '.join(exc.messages)}", messages.WARNING)
@@ -345,3 +354,23 @@ class CreditNoticeAdmin(admin.ModelAdmin):
                 request,
                 f"{period}: {summary.created} created, {summary.updated} updated, {summary.removed} removed.",
             )
+
+
+@admin.register(CreditAuditEntry)
+class CreditAuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: the log is written by the services and never edited by hand."""
+
+    list_display = ("at", "actor_label", "via", "action", "period", "notice", "count", "detail")
+    list_filter = ("action", "via", "period")
+    search_fields = ("actor_label", "detail", "notice__customer__name")
+    date_hierarchy = "at"
+    list_select_related = ("notice__customer",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

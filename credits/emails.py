@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
@@ -12,9 +13,11 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils.html import escape
 
-from credits import sla
+from credits import selectors, sla
 from credits.models import CreditNotice
 from incidents.intervals import format_duration
+from incidents.models import IncidentReport
+from incidents.selectors import incident_durations
 
 SUBJECT = "emails/credit_notice_subject.txt"
 TEXT = "emails/credit_notice.txt"
@@ -27,7 +30,24 @@ class IncidentLine:
     url: str
     started: str
     ended: str
-    duration: str
+    duration: str  # the incident's total, as its public page gives it
+    open_for: str = ""  # first start to resolution, when impact came in separate stretches
+    yours: str = ""  # the customer's own affected time, when it differs from the total
+    yours_from: str = ""
+    yours_to: str = ""
+    report_url: str = ""
+    summary: str = ""
+    root_cause: str = ""
+    prevention: str = ""
+
+
+def _sentences(markdown: str, limit: int = 2, max_chars: int = 420) -> str:
+    """The first few sentences of a Markdown field, as plain text for the letter."""
+    text = re.sub(r"[`*_>#\[\]]|\(https?://[^)]*\)", "", markdown or "")
+    text = " ".join(text.split())
+    parts = re.split(r"(?<=[.!?])\s+", text)
+    out = " ".join(parts[:limit])
+    return out if len(out) <= max_chars else out[: max_chars - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _local(value: datetime | None, tz: ZoneInfo) -> str:
@@ -46,6 +66,7 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
     tz = ZoneInfo(policy.time_zone)
     period = sla.Period.parse(notice.period)
     incidents = []
+    spans = selectors.notice_breakdown(notice).incident_spans()
     # .all() so a caller's prefetch (ordered by start) is used; sorted again to be sure.
     for incident in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk)):
         if not incident.is_public:
@@ -55,13 +76,33 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
             )
             continue
         end = incident.resolved_at
+        total = incident_durations(incident=incident).total
+        url = f"{settings.SITE_URL}/incidents/{incident.public_id}/"
+        yours, yours_from, yours_to = "", "", ""
+        span = spans.get(incident.pk)
+        if span is not None and format_duration(span[0]) != format_duration(total):
+            yours = format_duration(span[0])
+            yours_from, yours_to = _local(span[1], tz), _local(span[2], tz)
+        report = IncidentReport.objects.filter(
+            incident=incident, status=IncidentReport.Status.PUBLISHED, published_at__isnull=False
+        ).first()
         incidents.append(
             IncidentLine(
                 title=incident.title,
-                url=f"{settings.SITE_URL}/incidents/{incident.public_id}/",
+                url=url,
                 started=_local(incident.started_at, tz),
                 ended=_local(end, tz),
-                duration=format_duration(end - incident.started_at) if end else "",
+                duration=format_duration(total) if end else "",
+                open_for=format_duration(end - incident.started_at)
+                if end and format_duration(end - incident.started_at) != format_duration(total)
+                else "",
+                yours=yours,
+                yours_from=yours_from,
+                yours_to=yours_to,
+                report_url=url if report else "",
+                summary=_sentences(report.summary) if report else "",
+                root_cause=_sentences(report.root_cause) if report else "",
+                prevention=_sentences(report.remediation) if report else "",
             )
         )
     days = int(notice.credit) if notice.unit == CreditNotice.Unit.DAYS else 0
@@ -90,6 +131,8 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "term_before": term_before,
         "term_after": term_after,
         "claim_deadline": notice.claim_deadline,
+        "claim_window_days": policy.claim_window_days,
+        "any_partial": any(i.yours for i in incidents) or len(incidents) > 1,
     }
 
 
@@ -122,9 +165,14 @@ class CreditNoticeRenderer:
         # Everything notice_context reads, but the customer's name (put in afterwards), so
         # that alike notices skip building the context too.
         policy, customer = notice.policy, notice.customer
+        # updated_at and status move when the report is written or published, which the
+        # letter quotes; the entitlements decide the customer's own share of each incident.
         incidents = tuple(
-            (i.pk, i.title, i.is_public, i.public_id, i.started_at, i.resolved_at)
+            (i.pk, i.title, i.is_public, i.public_id, i.started_at, i.resolved_at, i.updated_at, i.status)
             for i in notice.incidents.all()
+        )
+        entitlements = tuple(
+            sorted((e.product_id, e.location_id or 0, e.policy_id or 0) for e in customer.entitlements.all())
         )
         return (
             settings.SITE_NAME,
@@ -144,6 +192,7 @@ class CreditNoticeRenderer:
             notice.claim_deadline,
             notice.term_extended_at is not None,
             incidents,
+            entitlements,
         )
 
     def render(self, notice: CreditNotice) -> tuple[str, str, str]:
@@ -164,3 +213,11 @@ class CreditNoticeRenderer:
             # Not used by today's subject; rendered per notice should it ever be.
             return render_credit_notice(notice)
         return subject, text.replace(_NAME_MARK, name), html.replace(_NAME_MARK, str(escape(name)))
+
+
+def preview_credit_notice(notice: CreditNotice, *, today: date) -> tuple[str, str, str]:
+    """The letter exactly as approving it today would send it: same builder, with the
+    claim deadline the approval will set (a notice already queued keeps its own)."""
+    if notice.state in (CreditNotice.State.COMPUTED, CreditNotice.State.APPROVED, CreditNotice.State.FAILED):
+        notice.claim_deadline = sla.claim_deadline(today, notice.policy.claim_window_days)
+    return render_credit_notice(notice)

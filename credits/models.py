@@ -269,3 +269,46 @@ class CreditNotice(models.Model):
     @property
     def attempts(self) -> int:
         return self.message.attempts if self.message is not None else 0
+
+
+class AuditAction(models.TextChoices):
+    COMPUTED = "computed", "Computed"
+    PREVIEWED = "confirm_shown", "Confirmation shown"
+    APPROVED = "approved", "Approved and queued"
+    SENT = "sent", "Sent"
+    CANCELLED = "cancelled", "Cancelled"
+    REFUSED = "refused", "Send refused (not confirmed)"
+
+
+class CreditAuditEntry(models.Model):
+    """Who did what to which credit notices, and when. Written by services, never edited."""
+
+    Action = AuditAction
+
+    at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=150, blank=True, help_text="Who, kept if the user goes.")
+    via = models.CharField(max_length=16, blank=True, help_text="console, admin, api, command, outbox.")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    period = models.CharField(max_length=7, blank=True)
+    notice = models.ForeignKey(
+        CreditNotice, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_entries"
+    )
+    count = models.PositiveIntegerField(default=0)
+    detail = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "credit audit entry"
+        verbose_name_plural = "credit audit log"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action__in=AuditAction.values), name="creditaudit_action_valid"
+            )
+        ]
+        indexes = [models.Index(fields=["period", "at"], name="creditaudit_period_at")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_label or 'system'} {self.action} {self.period}"

@@ -16,15 +16,17 @@ customer.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from credits import sla
+from credits import explain, sla
 from credits.models import CreditNotice, CustomerEntitlement, SLAPolicy
-from incidents.models import ImpactWindow, Incident, Location
+from incidents.models import ImpactWindow, Incident, Location, Product
 
 
 @dataclass(frozen=True)
@@ -137,3 +139,140 @@ def notices_for_period(*, period: str, states: list[str] | None = None) -> Query
 
 def notice_incidents(notice: CreditNotice) -> QuerySet[Incident]:
     return notice.incidents.order_by("started_at", "id")
+
+
+def notice_breakdown(notice: CreditNotice) -> explain.Breakdown:
+    """The window-by-window explanation of `notice` (see credits.explain).
+
+    Looks at the windows of the products the customer has under this notice's policy, and
+    at every window of the incidents the notice names (so a product the customer does not
+    have shows up as "not entitled" rather than silently missing).
+    """
+    policy = notice.policy
+    period = sla.Period.parse(notice.period)
+    start, end = period.bounds(policy.time_zone)
+    entitlements = [
+        e
+        for e in CustomerEntitlement.objects.filter(customer_id=notice.customer_id).select_related("customer")
+        if (e.policy_id or e.customer.policy_id) == policy.pk
+    ]
+    products = {e.product_id for e in entitlements}
+    incident_ids = set(notice.incidents.values_list("pk", flat=True))
+    relatives = location_relatives()
+    rows = [
+        w
+        for w in windows_for_period(start=start, end=end)
+        if w.product_id in products or w.outage.incident_id in incident_ids
+    ]
+    names = dict(Product.objects.filter(pk__in={w.product_id for w in rows}).values_list("pk", "name"))
+    places = dict(Location.objects.values_list("pk", "name"))
+    inputs = []
+    for w in rows:
+        entitled = any(
+            e.product_id == w.product_id and window_affects(w, location_id=e.location_id, relatives=relatives)
+            for e in entitlements
+        )
+        inputs.append(
+            explain.WindowInput(
+                id=w.id,
+                product=names.get(w.product_id, ""),
+                location=places.get(w.location_id, "") if w.location_id else "",
+                entitled=entitled,
+                outage=w.outage,
+            )
+        )
+    return explain.explain(inputs, policy.as_policy(), period, now=notice.computed_at)
+
+
+def notices_filtered(
+    *, period: str = "", policy_id: int | None = None, state: str = ""
+) -> QuerySet[CreditNotice]:
+    qs = CreditNotice.objects.select_related("customer", "policy").order_by(
+        "-period", "customer__name", "customer_id", "policy_id"
+    )
+    if period:
+        qs = qs.filter(period=period)
+    if policy_id:
+        qs = qs.filter(policy_id=policy_id)
+    if state:
+        qs = qs.filter(state=state)
+    return qs
+
+
+@dataclass(frozen=True)
+class Total:
+    policy: str
+    unit: str
+    currency: str
+    count: int
+    credit: Decimal
+    amount: Decimal | None
+
+
+def notice_totals(notices: Iterable[CreditNotice]) -> list[Total]:
+    """Totals per policy, unit and currency (money only adds up within one currency)."""
+    acc: dict[tuple[str, str, str], list[Any]] = {}
+    for n in notices:
+        key = (n.policy.name, n.unit, n.customer.currency)
+        row = acc.setdefault(key, [0, Decimal(0), None])
+        row[0] += 1
+        row[1] += n.credit
+        if n.credit_amount is not None:
+            row[2] = (row[2] or Decimal(0)) + n.credit_amount
+    return [Total(p, u, c, *acc[(p, u, c)]) for p, u, c in sorted(acc)]
+
+
+def notice_entitlements(notice: CreditNotice) -> list[CustomerEntitlement]:
+    return [
+        e
+        for e in CustomerEntitlement.objects.filter(customer_id=notice.customer_id).select_related(
+            "product", "location", "customer"
+        )
+        if (e.policy_id or e.customer.policy_id) == notice.policy_id
+    ]
+
+
+def notice_entitlements_for_customer(
+    customer: Any, period: sla.Period
+) -> list[tuple[CustomerEntitlement, SLAPolicy, sla.SlaResult]]:
+    """Each entitlement of `customer` measured alone for `period` under its policy: the
+    rows of the monthly statement (uptime per product and location)."""
+    policies = policies_with_tiers()
+    entitlements = list(
+        CustomerEntitlement.objects.filter(customer=customer).select_related("product", "location")
+    )
+    relatives = location_relatives()
+    out = []
+    for e in entitlements:
+        policy_id = e.policy_id or customer.policy_id
+        if policy_id is None or policy_id not in policies:
+            continue
+        policy = policies[policy_id]
+        start, end = period.bounds(policy.time_zone)
+        outages = [
+            w.outage
+            for w in windows_for_period(start=start, end=end)
+            if w.product_id == e.product_id
+            and window_affects(w, location_id=e.location_id, relatives=relatives)
+        ]
+        out.append((e, policy, sla.compute(outages, policy.as_policy(), period)))
+    return out
+
+
+def entitlement_labels(notices: Iterable[CreditNotice]) -> dict[int, str]:
+    """Per notice: what the customer has under its policy, e.g. "Cloud Storage in us-central1"."""
+    notices = list(notices)
+    by_customer: dict[int, list[CustomerEntitlement]] = defaultdict(list)
+    for e in CustomerEntitlement.objects.filter(
+        customer_id__in={n.customer_id for n in notices}
+    ).select_related("product", "location", "customer"):
+        by_customer[e.customer_id].append(e)
+    labels = {}
+    for n in notices:
+        parts = [
+            f"{e.product.name} in {e.location.name}" if e.location else f"{e.product.name} (everywhere)"
+            for e in by_customer.get(n.customer_id, [])
+            if (e.policy_id or e.customer.policy_id) == n.policy_id
+        ]
+        labels[n.pk] = "; ".join(parts)
+    return labels

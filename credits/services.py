@@ -27,7 +27,16 @@ from django.utils import timezone
 
 from core.text import clean_single_line
 from credits import emails, selectors, sla
-from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
+from credits.audit import audit_record
+from credits.models import (
+    AuditAction,
+    CreditNotice,
+    CreditTier,
+    Customer,
+    CustomerEntitlement,
+    NoticeState,
+    SLAPolicy,
+)
 from incidents.models import Incident, Location, Product
 from outbox import services as outbox
 from outbox.models import MessageState, OutboundMessage
@@ -215,8 +224,15 @@ class ComputeSummary:
 
 
 def _claim_deadline(period: sla.Period, policy: SLAPolicy) -> date:
+    # Provisional, for review: the deadline a letter carries is set when it is approved
+    # (claim_deadline_on), counted from the sending day, never from the month.
     last_day = date(period.next().year, period.next().month, 1) - timedelta(days=1)
     return last_day + timedelta(days=policy.claim_window_days)
+
+
+def claim_deadline_on(policy: SLAPolicy, day: date) -> date:
+    """The claim deadline of a letter sent on `day`: the policy's window after it."""
+    return sla.claim_deadline(day, policy.claim_window_days)
 
 
 def _notice_values(
@@ -250,7 +266,12 @@ _COMPARED = (
 
 
 def credits_compute(
-    *, period: str | sla.Period, now: datetime | None = None, progress: Progress | None = None
+    *,
+    period: str | sla.Period,
+    now: datetime | None = None,
+    progress: Progress | None = None,
+    actor: AbstractBaseUser | None = None,
+    via: str = "",
 ) -> ComputeSummary:
     """Compute (or refresh) the notices of every eligible customer owed a credit.
 
@@ -341,6 +362,15 @@ def credits_compute(
             CreditNotice.incidents.through.objects.filter(creditnotice_id__in=chunk).delete()
             CreditNotice.objects.filter(pk__in=chunk, state=NoticeState.COMPUTED).delete()
         summary.removed = len(stale)
+        audit_record(
+            action=AuditAction.COMPUTED,
+            actor=actor,
+            via=via,
+            period=label,
+            count=len(summary.notice_ids),
+            detail=f"created {summary.created}, updated {summary.updated}, unchanged {summary.unchanged}, "
+            f"removed {summary.removed}, past review {summary.kept_final}",
+        )
         if progress and summary.customers_considered >= batch:
             progress(summary.customers_considered, summary.customers_considered)
     return summary
@@ -443,8 +473,12 @@ def credits_approve_and_send(
     notices: Iterable[CreditNotice],
     actor: AbstractBaseUser | None = None,
     progress: Progress | None = None,
+    confirmed: bool = False,
 ) -> SendSummary:
     """Approve computed notices and queue their emails, atomically per run.
+
+    `confirmed` must be True: callers reach this through credits.confirm (a token from
+    the confirmation page or API preview), the command's question or its --yes.
 
     Each email is an outbox row written in this transaction, so "approved" and "an email
     will go out" are one fact; delivery starts after the commit. Failed notices get a
@@ -456,6 +490,8 @@ def credits_approve_and_send(
         ids = sorted(set(notices.values_list("pk", flat=True)))
     else:
         ids = sorted({n.pk for n in notices})
+    if not confirmed:
+        raise ValidationError("Sending credit notices needs a confirmation; nothing was sent.")
     summary = SendSummary()
     now = timezone.now()
     with transaction.atomic():
@@ -488,6 +524,10 @@ def _approve_chunk(
     specs = []
     renderer = emails.CreditNoticeRenderer()
     for notice in to_queue:
+        # The claim deadline runs from the day the letter goes out, in the policy's zone.
+        notice.claim_deadline = claim_deadline_on(
+            notice.policy, now.astimezone(ZoneInfo(notice.policy.time_zone)).date()
+        )
         subject, text, html = renderer.render(notice)
         specs.append(
             outbox.EmailSpec(
@@ -502,6 +542,7 @@ def _approve_chunk(
         )
     if to_queue:
         outbox.messages_enqueue_many(specs)
+        CreditNotice.objects.bulk_update(to_queue, ["claim_deadline"])
         # Link each notice to its email in one UPDATE: the key is computed from the
         # notice's own columns (notice_outbox_key), and the outbox's unique index on it
         # makes each subquery a single index lookup.
@@ -544,7 +585,9 @@ def _approve_chunk(
 
 
 @transaction.atomic
-def credits_cancel(*, notice: CreditNotice, actor: AbstractBaseUser | None = None) -> CreditNotice:
+def credits_cancel(
+    *, notice: CreditNotice, actor: AbstractBaseUser | None = None, via: str = ""
+) -> CreditNotice:
     """Withdraw a notice before it goes out. A queued one is stopped only if still pending."""
     notice = CreditNotice.objects.select_for_update().get(pk=notice.pk)
     if notice.state in (NoticeState.SENT, NoticeState.CANCELLED):
@@ -553,6 +596,7 @@ def credits_cancel(*, notice: CreditNotice, actor: AbstractBaseUser | None = Non
         outbox.message_cancel(message=notice.message)  # raises if it is being sent now
     notice.state = NoticeState.CANCELLED
     notice.save(update_fields=["state", "updated_at"])
+    audit_record(action=AuditAction.CANCELLED, actor=actor, via=via, notice=notice, count=1)
     return notice
 
 
@@ -573,6 +617,7 @@ def _mark_sent(notice: CreditNotice, message: OutboundMessage, *, extend_term: b
             notice.term_extended_at = timezone.now()
             fields.append("term_extended_at")
     notice.save(update_fields=fields)
+    audit_record(action=AuditAction.SENT, via="outbox", notice=notice, count=1)
 
 
 def _on_notice_sent(message: OutboundMessage) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from itertools import pairwise
 from zoneinfo import ZoneInfo
@@ -228,3 +228,9 @@ def credit_amount(credit: Decimal, unit: str, monthly_bill: Decimal | None) -> D
     if unit != UNIT_PERCENT or monthly_bill is None:
         return None
     return money(monthly_bill * credit / HUNDRED)
+
+
+def claim_deadline(sent_on: date, window_days: int) -> date:
+    """The last day to dispute a letter sent on `sent_on`: the policy's window after it
+    (at least one day), so never in the past on the day the letter goes out."""
+    return sent_on + timedelta(days=max(1, window_days))

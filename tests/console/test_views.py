@@ -96,7 +96,7 @@ def test_it_shows_what_is_open_now(staff_client: Client, catalogue: dict[str, An
     assert page.credits_waiting == CreditNotice.objects.filter(state="computed").count() == 1
     html = response.content.decode()
     assert "No public update for more than 30 min" in html
-    assert "/admin/credits/creditnotice/?state__exact=computed" in html
+    assert "/manage/credits/?state=computed" in html
     assert 'href="/manage/declare/"' in html
     assert "Times are shown and typed in <strong>US/Pacific</strong>" in html
     assert response["Cache-Control"] == "no-store"

@@ -84,7 +84,10 @@ def test_it_computes_lists_and_approves_through_the_api(
 
     with django_capture_on_commit_callbacks(execute=True):
         approved = client.post(
-            "/api/v1/credit-notices/approve/", {"ids": [row["id"]]}, content_type="application/json", **auth
+            "/api/v1/credit-notices/approve/",
+            {"ids": [row["id"]], "confirm": True},
+            content_type="application/json",
+            **auth,
         )
     assert approved.status_code == 200
     assert approved.json() == {"queued": 1, "retried": 0, "skipped": 0}
@@ -194,11 +197,21 @@ def test_it_runs_the_review_flow_in_the_admin(
     assert listing.status_code == 200
     assert b"Acme" in listing.content and b"99.7916%" in listing.content and b"3 days" in listing.content
 
+    # The admin action sends nothing: it hands over to the console's confirmation page.
     with django_capture_on_commit_callbacks(execute=True):
-        staff_client.post(
+        asked = staff_client.post(
             "/admin/credits/creditnotice/",
             {"action": "approve_and_send", "_selected_action": [notice.pk]},
         )
+    assert asked.status_code == 302
+    assert asked["Location"].startswith("/manage/credits/confirm/?ids=")
+    notice.refresh_from_db()
+    assert notice.state == NoticeState.COMPUTED
+    assert smtp.handler.snapshot() == []
+    page = staff_client.get(asked["Location"])
+    token = page.context["plan"].token
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post("/manage/credits/send/", {"confirmation": token})
     notice.refresh_from_db()
     assert notice.state == NoticeState.SENT
     assert len(smtp.handler.snapshot()) == 1
@@ -332,12 +345,12 @@ def test_it_computes_and_sends_from_the_command(
 
     out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):
-        call_command("sla_credits", "send", "--period", "2009-09", stdout=out)
+        call_command("sla_credits", "send", "--period", "2009-09", "--yes", stdout=out)
     assert "1 notices approved and queued" in out.getvalue()
     assert CreditNotice.objects.get().state == NoticeState.SENT
     assert OutboundMessage.objects.count() == 1
     with django_capture_on_commit_callbacks(execute=True):
-        call_command("sla_credits", "send", "--period", "2009-09", stdout=StringIO())
+        call_command("sla_credits", "send", "--period", "2009-09", "--yes", stdout=StringIO())
     assert OutboundMessage.objects.count() == 1
     assert len(smtp.handler.snapshot()) == 1
 

@@ -66,11 +66,14 @@ def test_it_delivers_each_approved_notice_exactly_once(
 ) -> None:
     _computed_notices(15)
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        summary = services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        summary = services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
         assert summary.queued == 15
         assert _wait(_settled), worker.log()
         # Approving again while the worker and the sweeper run sends nothing more.
-        assert services.credits_approve_and_send(notices=CreditNotice.objects.all()).skipped == 15
+        assert (
+            services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all()).skipped
+            == 15
+        )
         time.sleep(3)
     _assert_each_notice_received_once(smtp, 15)
     assert OutboundMessage.objects.count() == 15
@@ -83,7 +86,7 @@ def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
     # a worker in the middle of a send without the server having accepted that message.
     smtp.handler.rcpt_delay = 0.6
     _computed_notices(10)
-    services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port), concurrency=1) as worker:
         assert _wait(lambda: len(smtp.handler.snapshot()) >= 3), worker.log()
         assert smtp.handler.wait_early_in_rcpt()
@@ -103,7 +106,7 @@ def test_it_delivers_queued_notices_after_redis_comes_back_empty(
     postgres, broker: redis.Redis, outbox_redis_url: str, smtp: SmtpSink
 ) -> None:
     _computed_notices(8)
-    services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     assert broker.llen("email") == 1  # one task for the destination, not one per notice
     broker.flushdb()  # what a Redis restarted without its data looks like to us
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
@@ -120,7 +123,7 @@ def test_it_delivers_once_after_an_smtp_451_spell_without_spending_the_budget(
     # spends none of the (small) budget, and the breaker bounds the connections.
     smtp.handler.mail_reply = "451 4.3.0 Try again later"
     _computed_notices(4)
-    services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         time.sleep(3)
         assert smtp.handler.snapshot() == []
@@ -144,7 +147,7 @@ def test_it_fails_a_refused_recipient_once_and_shows_it_to_staff(
     _computed_notices(3)
     refused = Customer.objects.get(name="Customer 01")
     smtp.handler.refuse_rcpt[refused.billing_emails[0]] = "550 5.1.1 Recipient address rejected"
-    services.credits_approve_and_send(notices=CreditNotice.objects.all())
+    services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         assert _wait(_settled), worker.log()
         time.sleep(2.5)  # sweeps pass; a failed notice is not retried

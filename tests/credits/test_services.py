@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import date
 from decimal import Decimal as D
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from credits import services
+from credits import services, sla
 from credits.models import CreditNotice, Customer, NoticeState
 from incidents.models import ImpactWindow, Incident, Location
 from outbox.models import MessageState, OutboundMessage
@@ -49,7 +50,7 @@ def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(
     assert OutboundMessage.objects.count() == 0  # computing sends nothing
 
     with django_capture_on_commit_callbacks(execute=True):
-        sent = services.credits_approve_and_send(notices=[notice], actor=alice)
+        sent = services.credits_approve_and_send(confirmed=True, notices=[notice], actor=alice)
     assert sent.queued == 1
 
     notice.refresh_from_db()
@@ -73,12 +74,15 @@ def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(
         assert "Gmail web interface unavailable" in body
         assert f"/incidents/{incident.public_id}/" in body
         assert "2010-01-31" in body and "2010-02-03" in body
-        assert "2009-10-30" in body  # claim deadline
+        # The claim deadline counts from the sending day (30 days), not from the month.
+        sent_day = notice.approved_at.astimezone(ZoneInfo("US/Pacific")).date()  # type: ignore[union-attr]
+        assert notice.claim_deadline == sla.claim_deadline(sent_day, 30)
+        assert notice.claim_deadline.isoformat() in body
         assert "September 2009" in body
 
     # Approving again, recomputing, or a redelivered "sent" changes nothing.
     with django_capture_on_commit_callbacks(execute=True):
-        again = services.credits_approve_and_send(notices=[notice], actor=alice)
+        again = services.credits_approve_and_send(confirmed=True, notices=[notice], actor=alice)
     assert (again.queued, again.skipped) == (0, 1)
     services._on_notice_sent(notice.message)  # type: ignore[arg-type]
     again_summary = services.credits_compute(period="2009-09")
@@ -197,7 +201,7 @@ def test_it_fails_a_refused_notice_visibly_and_retries_it_on_request(
     smtp.handler.refuse_rcpt["billing@acme.example"] = "550 5.1.1 Mailbox unavailable"
     services.credits_compute(period="2009-09")
     with django_capture_on_commit_callbacks(execute=True):
-        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     notice = CreditNotice.objects.get()
     assert notice.state == NoticeState.FAILED
     assert "550" in notice.last_error
@@ -206,7 +210,7 @@ def test_it_fails_a_refused_notice_visibly_and_retries_it_on_request(
 
     smtp.handler.refuse_rcpt.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        summary = services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        summary = services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     assert summary.retried == 1
     notice.refresh_from_db()
     acme.refresh_from_db()
@@ -224,7 +228,7 @@ def test_it_cancels_notices_before_they_go_out(gmail_2009) -> None:  # type: ign
     acme, globex = CreditNotice.objects.order_by("customer__name")
     services.credits_cancel(notice=acme)
     # Queued but not yet delivered (no commit has run its task): the email is stopped too.
-    services.credits_approve_and_send(notices=[globex])
+    services.credits_approve_and_send(confirmed=True, notices=[globex])
     services.credits_cancel(notice=globex)
     globex.refresh_from_db()
     assert globex.state == NoticeState.CANCELLED
@@ -232,7 +236,7 @@ def test_it_cancels_notices_before_they_go_out(gmail_2009) -> None:  # type: ign
     # Cancelled notices stay cancelled on recompute and cannot be approved.
     summary = services.credits_compute(period="2009-09")
     assert summary.kept_final == 2
-    assert services.credits_approve_and_send(notices=CreditNotice.objects.all()).skipped == 2
+    assert services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all()).skipped == 2
     with pytest.raises(ValidationError):
         services.credits_cancel(notice=acme)
 
@@ -275,7 +279,7 @@ def test_it_renders_user_text_literally_in_emails(smtp: SmtpSink, django_capture
     )
     services.credits_compute(period="2009-09")
     with django_capture_on_commit_callbacks(execute=True):
-        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     mail = smtp.handler.wait_for(1)[0]
     html = mail.message.get_body(("html",)).get_content()  # type: ignore[union-attr]
     text = mail.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
@@ -299,7 +303,7 @@ def test_it_does_not_link_internal_incidents(smtp: SmtpSink, django_capture_on_c
     services.credits_compute(period="2009-09")
     assert list(CreditNotice.objects.get().incidents.all()) == [hidden]  # it still counts
     with django_capture_on_commit_callbacks(execute=True):
-        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     raw = smtp.handler.wait_for(1)[0].raw.decode()
     assert "Internal database failover" not in raw
     assert hidden.public_id not in raw
@@ -313,12 +317,12 @@ def test_it_never_mails_or_extends_twice_when_a_sent_notice_is_recreated(
     acme = builders.customer("Acme", policy=builders.workspace_policy(), products=[(gmail, None)])
     services.credits_compute(period="2009-09")
     with django_capture_on_commit_callbacks(execute=True):
-        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     # Someone deletes the sent notice by hand (the admin does not allow it) and recomputes.
     CreditNotice.objects.all().delete()
     services.credits_compute(period="2009-09")
     with django_capture_on_commit_callbacks(execute=True):
-        services.credits_approve_and_send(notices=CreditNotice.objects.all())
+        services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     twin = CreditNotice.objects.get()
     assert twin.state == NoticeState.SENT
     assert OutboundMessage.objects.count() == 1

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from credits import selectors, services, sla
+from credits import confirm, selectors, services, sla
 from credits.models import NoticeState
 
 
@@ -19,7 +19,9 @@ class Command(BaseCommand):
         "SLA-eligible customer entitled to an affected product against its policy and "
         "creates or refreshes a notice for each one owed a credit, for review; running it "
         "again changes nothing, and notices already approved or sent are never touched. "
-        "`--json` prints one JSON object per notice. `send --period YYYY-MM` approves the "
+        "`--json` prints one JSON object per notice. `send --period YYYY-MM` shows what would "
+        "go out (count, total credit, recipients), asks for confirmation (or takes --yes; with "
+        "no terminal and no --yes it refuses and sends nothing), then approves the "
         "computed notices of that month and queues one email each (retrying failed ones); "
         "delivery then happens in the background and day credits extend the customer's "
         "term once the email is sent."
@@ -32,6 +34,7 @@ class Command(BaseCommand):
         compute.add_argument("--json", action="store_true", help="Print one JSON object per notice.")
         send = sub.add_parser("send", help="Approve computed notices and queue their emails.")
         send.add_argument("--period", required=True, help="Calendar month, YYYY-MM.")
+        send.add_argument("--yes", action="store_true", help="Send without asking (scripts).")
 
     def _progress(self, done: int, total: int) -> None:
         # To stderr, so `--json` output stays machine-readable.
@@ -49,12 +52,12 @@ class Command(BaseCommand):
             if options["action"] == "compute":
                 self._compute(period, as_json=options["json"])
             else:
-                self._send(period)
+                self._send(period, yes=options.get("yes", False))
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
 
     def _compute(self, period: sla.Period, *, as_json: bool) -> None:
-        summary = services.credits_compute(period=period, progress=self._progress)
+        summary = services.credits_compute(period=period, progress=self._progress, via="command")
         notices = selectors.notices_for_period(period=str(period))
         if as_json:
             for notice in notices.iterator(chunk_size=2000):
@@ -96,12 +99,36 @@ class Command(BaseCommand):
             )
         )
 
-    def _send(self, period: sla.Period) -> None:
+    def _send(self, period: sla.Period, *, yes: bool) -> None:
         notices = selectors.notices_for_period(
             period=str(period), states=[NoticeState.COMPUTED, NoticeState.APPROVED, NoticeState.FAILED]
         )
+        plan = confirm.send_plan(ids=list(notices.values_list("pk", flat=True)))
+        if not plan.count:
+            self.stdout.write(f"{period}: nothing to send.")
+            return
+        totals = [f"{plan.count} letter(s)"]
+        if plan.days:
+            totals.append(f"{plan.days.normalize():f} day(s) of service")
+        if plan.percent:
+            totals.append(f"{plan.percent.normalize():f} percentage points of bills")
+        totals += [f"{m.currency} {m.amount}" for m in plan.money]
+        self.stdout.write(f"{period}: {', '.join(totals)} to {plan.recipient_count} address(es):")
+        for name, addresses in plan.recipients[:20]:
+            self.stdout.write(f"  {name}: {', '.join(addresses)}")
+        if len(plan.recipients) > 20:
+            self.stdout.write(f"  ... and {len(plan.recipients) - 20} more")
+        if not yes:
+            if not sys.stdin.isatty():
+                confirm.refuse_unconfirmed(actor=None, via="command", detail="no terminal and no --yes")
+                raise CommandError("Not sent: no terminal to ask on. Run again with --yes to send.")
+            answer = input("Send these letters now? Type 'yes' to send: ").strip().lower()
+            if answer != "yes":
+                confirm.refuse_unconfirmed(actor=None, via="command", detail=f"answered {answer[:20]!r}")
+                raise CommandError("Not sent.")
+        confirm.plan_shown(plan=plan, actor=None, via="command")
         try:
-            summary = services.credits_approve_and_send(notices=notices, progress=self._progress)
+            summary = confirm.credits_send_confirmed(token=plan.token, actor=None, via="command")
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         self.stdout.write(

@@ -1,0 +1,179 @@
+"""The credits room of the console: review a month, explain a notice, preview its letter,
+confirm and send, the audit log, statements and CSV exports. Thin: parse, call one
+selector or service, render."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_POST
+
+from console.views import console_view
+from credits import confirm, emails, exports, selectors, sla
+from credits.models import CreditAuditEntry, CreditNotice, Customer, NoticeState, SLAPolicy
+
+# The letter's own HTML carries inline styles (email clients need them); it is shown in a
+# sandboxed frame with a policy of its own, never inside a console page.
+LETTER_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox"
+
+
+def _period(value: str) -> str:
+    try:
+        return str(sla.Period.parse(value)) if value else ""
+    except ValueError:
+        return ""
+
+
+@console_view
+def credits_review(request: HttpRequest) -> HttpResponse:
+    periods = list(CreditNotice.objects.order_by("-period").values_list("period", flat=True).distinct()[:36])
+    period = _period(request.GET.get("period", "")) or (periods[0] if periods else "")
+    policy_raw = request.GET.get("policy", "")
+    policy_id = int(policy_raw) if policy_raw.isdigit() else None
+    state = request.GET.get("state", "")
+    state = state if state in NoticeState.values else ""
+    notices = list(selectors.notices_filtered(period=period, policy_id=policy_id, state=state))
+    return render(
+        request,
+        "console/credits.html",
+        {
+            "notices": notices,
+            "totals": selectors.notice_totals(notices),
+            "rows": _rows(notices),
+            "periods": periods,
+            "period": period,
+            "policies": list(SLAPolicy.objects.order_by("name")),
+            "policy_id": policy_id,
+            "states": NoticeState.choices,
+            "state": state,
+            "sendable": [n for n in notices if n.state in confirm.SENDABLE],
+            "audit": list(
+                CreditAuditEntry.objects.filter(period=period).select_related("notice__customer")[:30]
+            ),
+        },
+    )
+
+
+def _rows(notices: list[CreditNotice]) -> list[tuple[CreditNotice, str, bool]]:
+    labels = selectors.entitlement_labels(notices)
+    return [(n, labels.get(n.pk, ""), n.state in confirm.SENDABLE) for n in notices]
+
+
+def _notice(pk: int) -> CreditNotice:
+    return get_object_or_404(CreditNotice.objects.select_related("customer", "policy"), pk=pk)
+
+
+@console_view
+def credit_notice(request: HttpRequest, pk: int) -> HttpResponse:
+    notice = _notice(pk)
+    breakdown = selectors.notice_breakdown(notice)
+    return render(
+        request,
+        "console/credit_notice.html",
+        {
+            "notice": notice,
+            "breakdown": breakdown,
+            "entitlements": selectors.notice_entitlements(notice),
+            "audit": list(notice.audit_entries.all()[:30]),
+            "sendable": notice.state in confirm.SENDABLE,
+        },
+    )
+
+
+@console_view
+def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
+    notice = _notice(pk)
+    subject, text, _ = emails.preview_credit_notice(notice, today=timezone.localdate())
+    return render(
+        request,
+        "console/credit_letter.html",
+        {"notice": notice, "subject": subject, "text": text, "recipients": notice.customer.billing_emails},
+    )
+
+
+@xframe_options_sameorigin
+@console_view
+def credit_letter_html(request: HttpRequest, pk: int) -> HttpResponse:
+    notice = _notice(pk)
+    _, _, html = emails.preview_credit_notice(notice, today=timezone.localdate())
+    response = HttpResponse(html)
+    response["Content-Security-Policy"] = LETTER_CSP
+    return response
+
+
+def _ids(values: list[str]) -> list[int]:
+    return sorted({int(v) for v in values if v.isdigit()})[:10000]
+
+
+@console_view
+def credits_confirm(request: HttpRequest) -> HttpResponse:
+    """Step two: what would go out. GET ?ids=..&ids=.. (from the review form)."""
+    ids = _ids(request.GET.getlist("ids"))
+    if not ids:
+        messages.error(request, "Select at least one notice to send.")
+        return HttpResponseRedirect(reverse("console:credits"))
+    plan = confirm.send_plan(ids=ids)
+    confirm.plan_shown(plan=plan, actor=request.user, via=request.GET.get("via", "console")[:16])
+    return render(request, "console/credits_confirm.html", {"plan": plan})
+
+
+@require_POST
+@console_view
+def credits_send(request: HttpRequest) -> HttpResponse:
+    """Step three: send exactly what the confirmation page showed, or nothing."""
+    try:
+        summary = confirm.credits_send_confirmed(
+            token=request.POST.get("confirmation", ""), actor=request.user, via="console"
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages) + " Nothing was sent.")
+        return HttpResponseRedirect(reverse("console:credits"))
+    messages.success(
+        request,
+        f"{summary.queued} notice(s) approved and queued, {summary.retried} failed one(s) retried, "
+        f"{summary.skipped} skipped.",
+    )
+    return HttpResponseRedirect(reverse("console:credits"))
+
+
+@require_POST
+@console_view
+def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    from credits import services
+
+    try:
+        services.credits_cancel(notice=_notice(pk), actor=request.user, via="console")  # type: ignore[arg-type]
+        messages.success(request, "Notice cancelled; it will not be sent.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return HttpResponseRedirect(reverse("console:credit_notice", args=[pk]))
+
+
+@console_view
+def credits_export(request: HttpRequest) -> HttpResponse:
+    period = _period(request.GET.get("period", ""))
+    if not period:
+        raise Http404("Give ?period=YYYY-MM")
+    body = exports.notices_csv(selectors.notices_filtered(period=period))
+    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="credit-notices-{period}.csv"'
+    return response
+
+
+@console_view
+def customer_statement(request: HttpRequest, pk: int) -> HttpResponse:
+    customer = get_object_or_404(Customer, pk=pk)
+    period = _period(request.GET.get("period", "")) or str(
+        sla.Period(timezone.localdate().year, timezone.localdate().month)
+    )
+    st = exports.statement(customer, sla.Period.parse(period))
+    if request.GET.get("output") == "csv":
+        response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="sla-statement-{customer.pk}-{period}.csv"'
+        return response
+    return render(request, "console/credit_statement.html", {"st": st, "period": period})
