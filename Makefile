@@ -22,7 +22,8 @@ run: $(VENV)/.installed-dev
 	DEBUG=1 $(PY) manage.py load_demo
 	@echo ""
 	@echo "  Status page:  http://$(HOST):$(PORT)/"
-	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/   (user: staff   password: staff-demo)"
+	@echo "  Staff console: http://$(HOST):$(PORT)/manage/  (user: staff   password: staff-demo)"
+	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
 	@echo "  Emails are written to var/mail/"
 	@echo ""
 	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a

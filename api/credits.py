@@ -143,6 +143,10 @@ class PeriodSerializer(StrictSerializer):
             raise serializers.ValidationError(str(exc)) from None
 
 
+class StatementQuerySerializer(PeriodSerializer):
+    output = serializers.ChoiceField(choices=["json", "csv"], required=False, default="json")
+
+
 class ApproveSerializer(StrictSerializer):
     period = serializers.CharField(max_length=7, required=False)
     confirm = serializers.BooleanField(
@@ -272,6 +276,7 @@ class CustomerViewSet(
 ):
     permission_classes = [StaffOnly]
     serializer_class = CustomerSerializer
+    query_serializers = {"statement": StatementQuerySerializer}
     http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Customer]:
@@ -321,9 +326,9 @@ class CustomerViewSet(
     )
     @action(detail=True, methods=["get"], url_path="statement")
     def statement(self, request: Request, pk: str | None = None) -> Response | HttpResponse:
-        params = self.validated_query(PeriodSerializer)
+        params = self.validated_query(StatementQuerySerializer)
         st = exports.statement(self.get_object(), sla.Period.parse(params["period"]))
-        if request.query_params.get("output") == "csv":
+        if params["output"] == "csv":
             response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")
             response["Content-Disposition"] = f'attachment; filename="sla-statement-{pk}-{st.period}.csv"'
             return response
@@ -386,7 +391,7 @@ class CreditNoticeViewSet(
 ):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer
-    query_serializers = {"list": NoticeFilterSerializer}
+    query_serializers = {"list": NoticeFilterSerializer, "export": PeriodSerializer}
 
     def get_queryset(self) -> QuerySet[CreditNotice]:
         return (

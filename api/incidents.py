@@ -259,10 +259,14 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
     def post_update(self, request: Request) -> Response:
         incident = self.get_object()
         data = self._input(s.UpdateCreateSerializer)
-        update = services.incident_post_update(
+        update = services.incident_post_update_with_levels(
             incident=incident,
             status=data["status"],
             body=data["body"],
+            levels=[
+                services.LevelSpec(product=lv["product"], location=lv["location"], level=lv["level"])
+                for lv in data["levels"]
+            ],
             author=acting_user(request),
             display_at=data["display_at"],
             notify=data["notify"],

@@ -340,6 +340,23 @@ class MaintenanceCreateSerializer(StrictSerializer):
     windows = WindowInputSerializer(many=True, required=False, default=list)
 
 
+# A product's level as an update sets it: the impact levels, or back to operational.
+TARGET_LEVEL_CHOICES = [("operational", "Operational"), *ImpactWindow.Level.choices]
+
+
+class LevelInputSerializer(StrictSerializer):
+    """One product (optionally in one location) and its level from the update's time on."""
+
+    product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
+    location = serializers.SlugRelatedField(
+        slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True, default=None
+    )
+    level = serializers.ChoiceField(
+        choices=TARGET_LEVEL_CHOICES,
+        help_text="`operational` ends the product's open window; another level closes it and opens a new one.",
+    )
+
+
 class UpdateCreateSerializer(StrictSerializer):
     status = serializers.ChoiceField(
         choices=Incident.Status.choices,
@@ -348,6 +365,16 @@ class UpdateCreateSerializer(StrictSerializer):
     body = serializers.CharField()
     display_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
     notify = serializers.BooleanField(default=True)
+    levels = LevelInputSerializer(
+        many=True,
+        required=False,
+        default=list,
+        help_text=(
+            "Each affected product's level from this update on, as the console sets it: the "
+            "impact windows (and so the bars, uptime and SLA credits) follow. Ignored when the "
+            "status resolves the incident, which sets everything operational."
+        ),
+    )
 
 
 class ResolveSerializer(StrictSerializer):

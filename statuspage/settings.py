@@ -450,6 +450,8 @@ SPECTACULAR_SETTINGS.update(
             "ActionStatusEnum": "incidents.models.ActionStatus",
             "IncidentKindEnum": "incidents.models.IncidentKind",
             "LocationKindEnum": "incidents.models.LocationKind",
+            "LevelEnum": "incidents.models.ImpactLevel",
+            "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
         },
     }
 )

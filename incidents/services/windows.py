@@ -171,7 +171,12 @@ def impact_levels_set(*, incident: Incident, levels: Sequence[LevelSpec], at: da
     # Row lock on the incident: two staff setting levels at once apply one after the other.
     Incident.objects.select_for_update().filter(pk=incident.pk).first()
     open_windows: dict[tuple[int, int | None], list[ImpactWindow]] = {}
-    for window in incident.windows.filter(ended_at__isnull=True).select_for_update():
+    # Lock the windows' own rows only: a caller's queryset may join the nullable location,
+    # and PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
+    still_open = ImpactWindow.objects.filter(incident=incident, ended_at__isnull=True).order_by(
+        "started_at", "pk"
+    )
+    for window in still_open.select_for_update(of=("self",)):
         open_windows.setdefault(_target(window), []).append(window)
 
     changed = 0

@@ -34,6 +34,7 @@ from status_client.models import (
     IncidentImpactEnum,
     IncidentStatusEnum,
     LevelEnum,
+    LevelInputRequest,
     OverallStatus,
     PaginatedIncidentList,
     PaginatedNoticeList,
@@ -43,6 +44,7 @@ from status_client.models import (
     PeriodRequest,
     Product,
     ResolveRequest,
+    TargetLevelEnum,
     Update,
     UpdateCreateRequest,
     Window,
@@ -134,7 +136,7 @@ def run(base_url: str, key: str, product_slug: str) -> FlowResult:
 
     detail = incidents_retrieve.sync_detailed(opened.id, client=staff)
     etag = detail.headers["ETag"]
-    edited = _ok(
+    _ok(
         incidents_partial_update.sync(
             opened.id,
             client=staff,
@@ -145,27 +147,32 @@ def run(base_url: str, key: str, product_slug: str) -> FlowResult:
         ),
         Incident,
     )
+    # An update that says the product's level from its time on: the impact windows follow.
     update = _ok(
         incidents_updates_create.sync(
             opened.id,
             client=staff,
             body=UpdateCreateRequest(
-                status=IncidentStatusEnum.IDENTIFIED, body="A bad deploy; rolling back."
+                status=IncidentStatusEnum.IDENTIFIED,
+                body="A bad deploy; rolling back.",
+                display_at=start + datetime.timedelta(minutes=30),
+                levels=[LevelInputRequest(product=product_slug, level=TargetLevelEnum.MAJOR_OUTAGE)],
             ),
         ),
         Update,
     )
-    window = edited.windows[0]
-    raised = _ok(
+    current = _ok(incidents_retrieve.sync(opened.id, client=staff), Incident)
+    window, raised = current.windows[0], current.windows[1]
+    _ok(
         incidents_windows_partial_update.sync(
-            opened.id, window.id, client=staff, body=PatchedWindowEditRequest(level=LevelEnum.MAJOR_OUTAGE)
+            opened.id, raised.id, client=staff, body=PatchedWindowEditRequest(description="Checkout only.")
         ),
         Window,
     )
     _ok(
         incidents_windows_end_create.sync(
             opened.id,
-            window.id,
+            raised.id,
             client=staff,
             body=WindowEndRequest(ended_at=start + datetime.timedelta(hours=1)),
         ),
