@@ -54,7 +54,9 @@ def test_it_renders_64kb_pathological_markdown_in_100ms_or_refuses_it(body: str,
         assert str(exc)  # a clear message, shown as the field's error
         assert elapsed < 0.1 + 0.4, elapsed  # the deadline, plus a fork on a busy machine
     else:
-        assert time.perf_counter() - started < 0.1
+        # Rendered: the child finished inside the 0.1 s deadline; what the clock adds here
+        # is the fork and the pipe on a busy machine, as for a refusal.
+        assert time.perf_counter() - started < 0.1 + 0.4
 
 
 def test_it_turns_a_refusal_into_a_field_error() -> None:
