@@ -75,6 +75,14 @@ class AlertIntakeView(APIView):
         return 'Bearer realm="alerts"'
 
     @extend_schema(
+        summary="Receive alerts from an integration",
+        description=(
+            "Where Prometheus Alertmanager (webhook v4), Grafana alerting or a generic sender "
+            "posts its payload, as the vendor sends it. Authenticated by the integration's own "
+            "secret (`Authorization: Bearer <secret>`, or an `X-Signature-256` HMAC for the "
+            "generic kind), not by an API key. A firing alert opens or joins a draft incident; "
+            "a resolved one closes its window. The same payload twice changes nothing."
+        ),
         request={"application/json": {"type": "object"}},
         responses={
             200: OpenApiResponse(description="Applied: what each alert did."),
