@@ -48,6 +48,7 @@ REPORT_MONTHS = 12
 REPORT_DAYS = 90  # the status page's bars (public_site.pages.UPTIME_BAR_DAYS)
 TABLE_ROWS = 50  # incidents listed on the page; the CSV has them all
 
+_CENTS = Decimal(1).scaleb(-CreditNotice._meta.get_field("credit_amount").decimal_places)
 _CLOSED_ITEMS = (ActionItem.Status.DONE, ActionItem.Status.WONT_DO)
 _PENDING_NOTICES = (NoticeState.COMPUTED, NoticeState.APPROVED, NoticeState.QUEUED, NoticeState.FAILED)
 
@@ -326,7 +327,8 @@ def _credits(*, scope: Scope, periods: Sequence[metrics.Period]) -> tuple[metric
             pending=t["pending"],
             days=t["days"],
             percent_notices=t["percent"],
-            amounts=tuple(sorted(t["amounts"].items())),
+            # Money at the column's scale on every database (SQLite's SUM drops it: "120").
+            amounts=tuple(sorted((c, a.quantize(_CENTS)) for c, a in t["amounts"].items())),
         )
         for p, t in totals.items()
     )
