@@ -1,6 +1,6 @@
 """The insights page's heavy reads done by PostgreSQL: per-period counts, the response-time
-distributions and every product's downtime per period, without reading an incident or a
-window into Python.
+distributions, every product's downtime per period and the action items per period,
+without reading an incident, a window or an item into Python.
 
 Why: with 100,000 incidents the page used to read every incident and window of its range
 and do the interval maths in Python (seconds per render). Here the database does the same
@@ -14,10 +14,13 @@ arithmetic and returns a few hundred rows whatever the size of the history:
   starts are extra events, so a stretch never straddles two periods. The database sums
   each level's exact time (microseconds); `metrics.downtime_of_levels` then does the
   same weighting, truncation and rounding as the status page.
-- Distributions: each measure as exact microseconds, ranked by (value, incident id)
-  with window functions, and only the ranks the page shows are returned (median and 90th
-  percentile by nearest rank, the longest, the strip chart's evenly spaced ranks), with
-  the incident behind each. Nothing is interpolated, so a figure is still a real incident.
+- Distributions: each measure as an exact interval (the update cadence rounded as
+  `metrics.incident_row` rounds it), ranked by (value, incident id) with a window
+  function, and only the ranks the page shows are returned (median and 90th percentile
+  by nearest rank, the longest, the strip chart's evenly spaced ranks), with the
+  incident behind each. Nothing is interpolated, so a figure is still a real incident.
+- Action items: each item is bucketed once against the period bounds (see
+  `action_item_counts`).
 
 Nothing is precomputed or cached, so nothing can be stale: every render reads the
 windows and updates as they are. `tests/insights/test_fast_path.py` checks every figure

@@ -158,7 +158,12 @@ def test_the_page_needs_the_same_number_of_queries_however_much_history(staff_cl
 
         group = ProductGroup.objects.order_by("pk").values_list("pk", flat=True)[0]
         counts = []
-        for query in ("", "?by=quarter", f"?scope=group:{group}", "?scope=product:small-product-1&by=quarter"):
+        for query in (
+            "",
+            "?by=quarter",
+            f"?scope=group:{group}",
+            "?scope=product:small-product-1&by=quarter",
+        ):
             with freeze_time(NOW), CaptureQueriesContext(connection) as ctx:
                 assert staff_client.get("/manage/insights/" + query).status_code == 200
             counts.append(len(ctx.captured_queries))
