@@ -1,19 +1,24 @@
 """Render time and query count of the staff insights page as history grows.
 
-    .venv/bin/python bench/insights_bench.py [--repeat 5] \
+    .venv/bin/python bench/insights_bench.py [--repeat 3] [--layouts spread,dense] \
         [--database-url postgres://postgres@127.0.0.1:5432/h16_bench]
 
 Bulk-inserts incidents on PostgreSQL (20 products in 3 groups; each incident with one or
 two impact windows, three updates, a detection time, one action item; a few hundred
 credit notices), then renders /manage/insights/ as a staff user, uncached (the view is
-never cached), for the whole catalogue and for one product, and the public uptime report.
+never cached), for every filter a user can pick (all products, a group, one product; by
+month and by quarter; the default range), and the public uptime report.
 
 Two layouts of the same 1,000 and 100,000 incidents:
 
-  spread:  over the last ten years, so the page's 12 months hold about a tenth;
+  spread:  over the last ten years, so the page's 12 months hold about a tenth (a
+           quarter view, 24 months, about a fifth);
   dense:   all inside the page's 12 months (the worst case: every incident is on the page).
 
-The reference is the smallest case of each layout, measured in the same run. Queries
+References measured in the same run, so that a loaded machine still gives a usable
+figure: the same default page computed by the Python path (every incident and window of
+the range read into Python: what the page did before the database path, and what SQLite
+still does), the page at the smallest size, and the status page `/` uncached. Queries
 must not grow with the data.
 """
 
@@ -189,98 +194,160 @@ def add_notices(now: datetime) -> None:
     CreditNotice.objects.bulk_create(notices)
 
 
-def measure(user: Any, path: str, repeat: int) -> tuple[float, int, int]:
-    """Median seconds, queries and bytes of one render."""
+def measure(user: Any, path: str, repeat: int, *, python_path: bool = False) -> tuple[float, int, int]:
+    """Median seconds, queries and bytes of one render. `python_path`: the insights page
+    computed in Python (the reference) instead of by the database."""
     from django.db import connection
     from django.test import RequestFactory
     from django.test.utils import CaptureQueriesContext
 
-    from insights import views
-    from public_site import views as public_views
+    from insights import selectors
+
+    if python_path:
+        fast = selectors.insights_page_sql
+        selectors.insights_page_sql = selectors.insights_page_python  # type: ignore[assignment]
+        try:
+            return measure(user, path, repeat)
+        finally:
+            selectors.insights_page_sql = fast  # type: ignore[assignment]
 
     rf = RequestFactory()
+    render(rf, user, path)  # warm: templates compiled, the rows in PostgreSQL's buffers
     times = []
     queries = size = 0
     for _ in range(repeat):
-        request = rf.get(path)
-        request.user = user
         with CaptureQueriesContext(connection) as ctx:
             started = time.perf_counter()
-            if path == "/":
-                response = public_views.status_index.__wrapped__(request)  # type: ignore[attr-defined]
-            elif path.startswith("/products/"):
-                view: Any = public_views.product_uptime.__wrapped__  # type: ignore[attr-defined]  # skip the page cache
-                response = view(request, slug=path.split("/")[2])
-            else:
-                response = views.insights(request)
+            response = render(rf, user, path)
             times.append(time.perf_counter() - started)
         assert response.status_code == 200, (path, response.status_code)
         queries, size = len(ctx.captured_queries), len(response.content)
     return statistics.median(times), queries, size
 
 
-PATHS = (
-    ("all products, by month", "/manage/insights/"),
-    ("one product, by quarter", "/manage/insights/?scope=product:product-3&by=quarter"),
-    ("public uptime report", "/products/product-3/uptime/"),
-    # The reference, in the same run: the status page's own uncached render.
-    ("reference: status page /", "/"),
-)
+def render(rf: Any, user: Any, path: str) -> Any:
+    """One uncached render of `path` as `user`, straight through its view."""
+    from insights import views
+    from public_site import views as public_views
+
+    request = rf.get(path)
+    request.user = user
+    if path == "/":
+        return public_views.status_index.__wrapped__(request)  # type: ignore[attr-defined]
+    if path.startswith("/products/"):
+        view: Any = public_views.product_uptime.__wrapped__  # type: ignore[attr-defined]  # skip the page cache
+        return view(request, slug=path.split("/")[2])
+    return views.insights(request)
+
+
+def paths() -> tuple[tuple[str, str, bool], ...]:
+    """(label, path, python path?) for every filter a user can pick, the report, references."""
+    from incidents.models import ProductGroup
+
+    group = ProductGroup.objects.order_by("position").values_list("pk", flat=True)[0]
+    return (
+        ("all products, by month", "/manage/insights/", False),
+        ("all products, by quarter", "/manage/insights/?by=quarter", False),
+        ("a group, by month", f"/manage/insights/?scope=group:{group}", False),
+        ("a group, by quarter", f"/manage/insights/?scope=group:{group}&by=quarter", False),
+        ("one product, by month", "/manage/insights/?scope=product:product-3", False),
+        ("one product, by quarter", "/manage/insights/?scope=product:product-3&by=quarter", False),
+        ("public uptime report", "/products/product-3/uptime/", False),
+        # References, in the same run: the default page by the Python path, and the status
+        # page's own uncached render.
+        ("ref: Python path, all/month", "/manage/insights/", True),
+        ("ref: status page /", "/", False),
+    )
+
+
+INSIGHTS = "all products, by month"
+PYTHON_REF = "ref: Python path, all/month"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--sizes", default="1000,100000")
+    parser.add_argument("--layouts", default="spread,dense")
     args = parser.parse_args()
     if not args.database_url.startswith("postgres"):
         parser.error("this benchmark is for PostgreSQL")
+    spans = {"spread": timedelta(days=3650), "dense": timedelta(days=330)}
+    layouts = [name for name in args.layouts.split(",") if name]
+    if any(name not in spans for name in layouts):
+        parser.error(f"layouts are {', '.join(spans)}")
     ensure_database(args.database_url)
     setup_django(args.database_url)
     from django.core.management import call_command
+    from django.db import connection
 
     call_command("migrate", verbosity=0)
     now = datetime.now(tz=UTC)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
-    for layout, span in (("spread", timedelta(days=3650)), ("dense", timedelta(days=330))):
+    loads = []
+    for layout in layouts:
         user = reset()
         add_notices(now)
         have = 0
         for size in sizes:
             started = time.perf_counter()
-            add_incidents(size - have, now=now, span=span, offset=have)
+            add_incidents(size - have, now=now, span=spans[layout], offset=have)
             have = size
+            # A steady state, as autovacuum would leave it: statistics for the planner, and
+            # the visibility map and hint bits set (else the first reads after a bulk
+            # insert write every page they touch, and whichever page is measured first
+            # pays for it).
+            connection.ensure_connection()
+            with connection.cursor() as cursor:
+                cursor.execute("VACUUM ANALYZE")
             print(
                 f"{layout}: {size:,} incidents inserted in {time.perf_counter() - started:.1f} s", flush=True
             )
-            for label, path in PATHS:
-                t, q, b = measure(user, path, args.repeat)
+            for label, path, python_path in paths():
+                t, q, b = measure(user, path, args.repeat, python_path=python_path)
                 rows.append((layout, size, label, t, q, b))
-                print(f"  {label:26} {t * 1000:8.1f} ms {q:3d} queries {b / 1024:7.0f} KiB", flush=True)
+                print(f"  {label:30} {t * 1000:8.1f} ms {q:3d} queries {b / 1024:7.0f} KiB", flush=True)
+            loads.append(os.getloadavg()[0])
 
     print()
-    print(f"{'layout':8}{'incidents':>10}  {'page':26}{'ms':>9}{'queries':>9}{'KiB':>7}{'x smallest':>12}")
+    print(f"{'layout':8}{'incidents':>10}  {'page':30}{'ms':>9}{'queries':>9}{'KiB':>7}{'x smallest':>12}")
     for r in rows:
         base = next(x for x in rows if x[0] == r[0] and x[2] == r[2])
         print(
-            f"{r[0]:8}{r[1]:>10,}  {r[2]:26}{r[3] * 1000:>9.1f}{r[4]:>9}{r[5] / 1024:>7.0f}{r[3] / base[3]:>12.2f}"
+            f"{r[0]:8}{r[1]:>10,}  {r[2]:30}{r[3] * 1000:>9.1f}{r[4]:>9}{r[5] / 1024:>7.0f}{r[3] / base[3]:>12.2f}"
         )
-    for label, _ in PATHS:
+    print()
+    for label, _, _ in paths():
         counts = sorted({r[4] for r in rows if r[2] == label})
         print(
             f"queries for {label!r} at every size: {counts} ({'constant' if len(counts) == 1 else 'GROWS'})"
         )
+    print()
     for r in rows:
-        if r[2].startswith("all products"):
-            ref = next(x for x in rows if x[0] == r[0] and x[1] == r[1] and x[2].startswith("reference"))
-            print(f"{r[0]} {r[1]:,}: insights page / status page render = {r[3] / ref[3]:.2f}")
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} (2 cores)")
-    worst = max(r[3] for r in rows if r[2].startswith(("all", "one")))
-    print(f"slowest insights render: {worst * 1000:.0f} ms ({'under' if worst < 1 else 'OVER'} one second)")
+        if r[2] != INSIGHTS:
+            continue
+        same = {x[2]: x[3] for x in rows if x[0] == r[0] and x[1] == r[1]}
+        print(
+            f"{r[0]} {r[1]:,}: default insights page {r[3] * 1000:.0f} ms = "
+            f"{r[3] / same[PYTHON_REF]:.3f} x the Python path ({same[PYTHON_REF] * 1000:.0f} ms), "
+            f"{r[3] / same['ref: status page /']:.2f} x the status page render"
+        )
+    print(
+        f"load average (1 min) after each layout and size: {', '.join(f'{x:.1f}' for x in loads)} (2 cores)"
+    )
+    for layout in layouts:
+        pages = [
+            r for r in rows if r[0] == layout and r[1] == max(sizes) and r[2].startswith(("all", "a ", "one"))
+        ]
+        worst = max(pages, key=lambda r: r[3])
+        print(
+            f"{layout}: slowest insights render at {max(sizes):,} incidents: {worst[3] * 1000:.0f} ms "
+            f"({worst[2]}; {'under' if worst[3] < 1 else 'OVER'} one second)"
+        )
 
 
 if __name__ == "__main__":

@@ -212,12 +212,33 @@ def uptime_of_levels(
     """`uptime` for stretches `exclusive_levels` has already worked out over [start, end)
     (`end` already capped at now): a caller that also needs the stretches themselves
     (the insights' unweighted downtime) computes them once."""
+    return uptime_of_durations(
+        {level: intervals.total(ivs) for level, ivs in per_level.items()},
+        start=start,
+        end=end,
+        weights=weights,
+        places=places,
+    )
+
+
+def uptime_of_durations(
+    per_level: Mapping[str, timedelta],
+    *,
+    start: datetime,
+    end: datetime,
+    weights: Weights,
+    places: int = 2,
+) -> Uptime:
+    """`uptime` from the time each level was the worst one over [start, end) (`end` already
+    capped at now): what `exclusive_levels` gives, summed, or what the insights' PostgreSQL
+    path sums in the database from the same windows. Each level's time is truncated to
+    whole seconds before it is weighted, as everywhere else (`minutes`)."""
     period = minutes(max(end - start, timedelta(0)))
     quantum = Decimal(1).scaleb(-places)
     if period == 0:
         return Uptime(percent=_HUNDRED.quantize(quantum), downtime_minutes=Decimal(0), period_minutes=period)
     weighted = sum(
-        (minutes(intervals.total(ivs)) * weights.for_level(level) for level, ivs in per_level.items()),
+        (minutes(length) * weights.for_level(level) for level, length in per_level.items()),
         Decimal(0),
     )
     down = min(weighted, period)

@@ -28,7 +28,7 @@ Definitions (the README's "Reliability insights" section repeats them for staff)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from decimal import ROUND_DOWN, Decimal
@@ -126,20 +126,47 @@ def nearest_rank_index(n: int, percent: int) -> int:
     return min(max(rank, 1), n) - 1
 
 
+# Dots per strip-chart row at most: beyond this the SVG grows without showing more (dots
+# overlap), so a long distribution is drawn by rank.
+STRIP_POINTS = 120
+
+
+def summary_ranks(n: int) -> frozenset[int]:
+    """The ranks behind a distribution's figures: median, 90th percentile, longest."""
+    if n < 1:
+        return frozenset()
+    return frozenset((nearest_rank_index(n, 50), nearest_rank_index(n, 90), n - 1))
+
+
+def drawn_ranks(n: int, limit: int = STRIP_POINTS) -> tuple[int, ...]:
+    """At most `limit` ranks of n, evenly spaced (first and last kept): the shape of the
+    distribution, and its extremes, survive."""
+    if n <= limit:
+        return tuple(range(n))
+    return tuple(round(i * (n - 1) / (limit - 1)) for i in range(limit))
+
+
 @dataclass(frozen=True)
 class Distribution:
-    """Durations with the incident behind each, ascending."""
+    """Durations with the incident behind each, by rank: ascending by value, then by
+    incident id (so ties are stable).
 
-    values: tuple[tuple[timedelta, int], ...] = ()
+    `points` are (rank, value, incident id), ascending by rank: every rank of a complete
+    distribution, or only the ranks a page shows (`shown`), which is all the database
+    path reads. `count` is always the number of values.
+    """
 
-    @property
-    def count(self) -> int:
-        return len(self.values)
+    count: int = 0
+    points: tuple[tuple[int, timedelta, int], ...] = ()
+
+    @cached_property
+    def _by_rank(self) -> dict[int, tuple[timedelta, int]]:
+        return {rank: (value, incident_id) for rank, value, incident_id in self.points}
 
     def _at(self, percent: int) -> tuple[timedelta, int] | None:
-        if not self.values:
+        if not self.count:
             return None
-        return self.values[nearest_rank_index(len(self.values), percent)]
+        return self._by_rank[nearest_rank_index(self.count, percent)]
 
     @property
     def median(self) -> timedelta | None:
@@ -163,12 +190,26 @@ class Distribution:
 
     @property
     def max(self) -> timedelta | None:
-        return self.values[-1][0] if self.values else None
+        return self._by_rank[self.count - 1][0] if self.count else None
+
+    def drawn(self, limit: int = STRIP_POINTS) -> list[tuple[timedelta, int]]:
+        """The values a strip chart draws (`drawn_ranks`)."""
+        return [self._by_rank[rank] for rank in drawn_ranks(self.count, limit)]
+
+    def shown(self, *, drawn: int = STRIP_POINTS) -> Distribution:
+        """Only the ranks behind the figures and, with `drawn`, the strip chart's."""
+        keep = summary_ranks(self.count) | set(drawn_ranks(self.count, drawn) if drawn else ())
+        return Distribution(count=self.count, points=tuple(p for p in self.points if p[0] in keep))
+
+    @property
+    def incident_ids(self) -> frozenset[int]:
+        return frozenset(incident_id for _, _, incident_id in self.points)
 
 
 def distribution(pairs: Iterable[tuple[timedelta | None, int]]) -> Distribution:
-    """Ascending by value, then by incident id (so ties are stable); None is left out."""
-    return Distribution(values=tuple(sorted((v, i) for v, i in pairs if v is not None)))
+    """Every value, ranked; None is left out."""
+    ordered = sorted((v, i) for v, i in pairs if v is not None)
+    return Distribution(count=len(ordered), points=tuple((r, v, i) for r, (v, i) in enumerate(ordered)))
 
 
 # --- One incident ---------------------------------------------------------------------------------
@@ -191,6 +232,14 @@ class IncidentFacts:
     last_update_at: datetime | None = None
     update_count: int = 0
     spans: tuple[uptime.Span, ...] = ()  # its impact windows in scope
+
+
+@dataclass(frozen=True)
+class Named:
+    """An incident behind a figure (a median, a dot on a strip chart), as the page names it."""
+
+    public_id: str
+    title: str
 
 
 @dataclass(frozen=True)
@@ -288,11 +337,25 @@ def product_downtime(
     """One product over [start, end): the status page's own uptime, plus the unweighted total."""
     horizon = min(end, now)
     per_level = uptime.exclusive_levels(spans, start=start, end=horizon, now=now) if horizon > start else {}
-    result = uptime.uptime_of_levels(per_level, start=start, end=horizon, weights=weights)
-    total = sum(
-        (intervals.total(ivs) for level, ivs in per_level.items() if weights.for_level(level) > 0),
-        timedelta(0),
+    return downtime_of_levels(
+        {level: intervals.total(ivs) for level, ivs in per_level.items()},
+        start=start,
+        end=horizon,
+        weights=weights,
     )
+
+
+def downtime_of_levels(
+    per_level: Mapping[str, timedelta], *, start: datetime, end: datetime, weights: uptime.Weights
+) -> Downtime:
+    """`product_downtime` from the time each level was the worst one over [start, end)
+    (`end` already capped at now). The database path sums that time in SQL from the same
+    windows; this keeps the arithmetic after it in one place."""
+    # Every level, as `exclusive_levels` gives them: the sum is then the same Decimal to the
+    # last digit (0 x 0.3 is Decimal("0.0"), not Decimal("0")).
+    per_level = {level: per_level.get(level, timedelta(0)) for level in uptime.LEVELS_WORST_FIRST}
+    result = uptime.uptime_of_durations(per_level, start=start, end=end, weights=weights)
+    total = sum((length for level, length in per_level.items() if weights.for_level(level) > 0), timedelta(0))
     return Downtime(total=total, weighted_minutes=result.downtime_minutes, uptime=result)
 
 
@@ -352,6 +415,9 @@ class Response:
             ("cadence", "Update cadence", self.cadence),
         )
 
+    def shown(self, *, drawn: int = STRIP_POINTS) -> Response:
+        return Response(*(d.shown(drawn=drawn) for _, _, d in self.items()))
+
 
 def response_times(rows: Iterable[IncidentRow]) -> Response:
     rows = [r for r in rows if not r.facts.is_maintenance]
@@ -370,7 +436,9 @@ class PeriodSummary:
     maintenance: int
     by_level: tuple[tuple[str, int], ...]  # LEVEL_ORDER
     downtime: Downtime
-    response: Response
+    # The period's own distributions (figures only, no strip chart): only the response CSV
+    # lists them, so the page leaves them out (None) unless asked.
+    response: Response | None
     open_incidents: int = 0
 
     def level_count(self, level: str) -> int:
@@ -378,7 +446,12 @@ class PeriodSummary:
 
 
 def period_summary(
-    period: Period, *, rows: Sequence[IncidentRow], downtime: Downtime, now: datetime
+    period: Period,
+    *,
+    rows: Sequence[IncidentRow],
+    downtime: Downtime,
+    now: datetime,
+    with_response: bool = True,
 ) -> PeriodSummary:
     """`rows`: the incidents (and maintenance) that started in `period`."""
     incidents = [r for r in rows if not r.facts.is_maintenance]
@@ -391,7 +464,7 @@ def period_summary(
         maintenance=len(rows) - len(incidents),
         by_level=tuple(counts.items()),
         downtime=downtime,
-        response=response_times(incidents),
+        response=response_times(incidents).shown(drawn=0) if with_response else None,
         open_incidents=sum(1 for r in incidents if r.ongoing),
     )
 

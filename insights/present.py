@@ -240,8 +240,8 @@ def response_table(page: InsightsPage) -> Table:
     rows = []
     csv_rows = []
     for key, label, dist in page.response.items():
-        median = page.incident(dist.median_incident_id)
-        p90 = page.incident(dist.p90_incident_id)
+        median = page.behind.get(dist.median_incident_id) if dist.median_incident_id is not None else None
+        p90 = page.behind.get(dist.p90_incident_id) if dist.p90_incident_id is not None else None
         rows.append(
             (
                 label,
@@ -249,8 +249,8 @@ def response_table(page: InsightsPage) -> Table:
                 duration_text(dist.median),
                 duration_text(dist.p90),
                 duration_text(dist.max),
-                median.facts.title if median else NO_VALUE,
-                p90.facts.title if p90 else NO_VALUE,
+                median.title if median else NO_VALUE,
+                p90.title if p90 else NO_VALUE,
             )
         )
         csv_rows.append(
@@ -260,11 +260,13 @@ def response_table(page: InsightsPage) -> Table:
                 minutes_of(dist.median),
                 minutes_of(dist.p90),
                 minutes_of(dist.max),
-                median.facts.public_id if median else "",
-                p90.facts.public_id if p90 else "",
+                median.public_id if median else "",
+                p90.public_id if p90 else "",
             )
         )
     for summary in page.summaries:
+        if summary.response is None:  # not read for the page, which does not show them
+            continue
         for key, _label, dist in summary.response.items():
             csv_rows.append(
                 (
@@ -295,28 +297,16 @@ def response_table(page: InsightsPage) -> Table:
     )
 
 
-# Dots per row at most: beyond this the SVG grows without showing more (dots overlap).
-STRIP_POINTS = 120
-
-
-def by_rank(
-    values: Sequence[tuple[timedelta, int]], limit: int = STRIP_POINTS
-) -> list[tuple[timedelta, int]]:
-    """At most `limit` values, evenly spaced by rank (first and last kept): the shape of
-    the distribution, and its extremes, survive."""
-    n = len(values)
-    if n <= limit:
-        return list(values)
-    return [values[round(i * (n - 1) / (limit - 1))] for i in range(limit)]
-
-
 def response_chart(page: InsightsPage) -> charts.StripChart:
-    titles = {r.facts.incident_id: r.facts.title for r in page.rows}
+    names = page.behind
     rows = [
         charts.StripInput(
             label=f"{label} (n = {dist.count}"
-            + (f", {STRIP_POINTS} drawn by rank)" if dist.count > STRIP_POINTS else ")"),
-            points=tuple((value, titles.get(incident_id, "")) for value, incident_id in by_rank(dist.values)),
+            + (f", {metrics.STRIP_POINTS} drawn by rank)" if dist.count > metrics.STRIP_POINTS else ")"),
+            points=tuple(
+                (value, names[incident_id].title if incident_id in names else "")
+                for value, incident_id in dist.drawn()
+            ),
             median=dist.median,
             p90=dist.p90,
         )
@@ -336,7 +326,12 @@ def response_chart(page: InsightsPage) -> charts.StripChart:
 
 
 def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
-    listed = page.rows if limit is None else page.listed
+    if limit is None:
+        if page.rows is None:
+            raise ValueError("every incident was not read: build the page with every_row=True")
+        listed = page.rows
+    else:
+        listed = page.listed[:limit]
     rows = tuple(
         (
             r.facts.title,
@@ -354,10 +349,10 @@ def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
     return Table(
         name="incidents",
         caption=(
-            f"The incidents behind the figures, newest first ({len(page.incidents)} in the range"
+            f"The incidents behind the figures, newest first ({page.incident_count} in the range"
             + (
                 f"; the first {len(listed)} listed, all in the CSV)"
-                if limit is not None and len(page.incidents) > len(listed)
+                if limit is not None and page.incident_count > len(listed)
                 else ")"
             )
         ),
@@ -412,7 +407,7 @@ def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
                 minutes_of(r.update_cadence),
                 str(r.facts.update_count),
             )
-            for r in page.rows
+            for r in listed
         ),
     )
 

@@ -1,11 +1,20 @@
 """Reads behind the insights pages and the public uptime report.
 
-Each builder runs a fixed number of queries whatever the amount of history: the incidents
-of the whole range in one query (their first/last update and update count aggregated by
-the database), the impact windows of the range in one, action items and credit notices
-each in one aggregate query (counts per period computed by the database). Everything is
-then grouped in Python and handed to the pure maths in `insights.metrics`, which uses
-`incidents.uptime` for every minute of downtime: the same rules as the status page.
+Each builder runs a fixed number of queries whatever the amount of history. The staff
+page has two paths to the same figures:
+
+- on PostgreSQL, the database does the heavy arithmetic (`insights.aggregates`): counts
+  per period, the response-time ranks the page shows, every product's downtime per
+  period and level, action items per period; only the newest incidents listed are read
+  as rows. Nothing is precomputed, so nothing can be stale.
+- on SQLite (the embedded default), and for the incidents CSV that lists every incident,
+  the incidents of the range (their first/last update and update count aggregated by the
+  database) and the range's windows are read, grouped in Python and handed to the pure
+  maths in `insights.metrics`, which uses `incidents.uptime` for every minute of
+  downtime: the same rules as the status page.
+
+`tests/insights/test_fast_path.py` holds the two paths to the same figures, to the digit.
+Action items and credit notices are aggregated by the database on both.
 
 Staff insights see every incident (staff-only ones too); the public report sees only
 public incidents on public products, exactly like the status page.
@@ -18,19 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import cached_property
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Sum
+from django.db import connection
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
 from credits.models import CreditNotice, CustomerEntitlement, NoticeState
 from incidents import uptime
 from incidents.models import ActionItem, ImpactWindow, Incident, Product, ProductGroup
 from incidents.selectors import products_public
-from insights import metrics
+from insights import aggregates, metrics
 
 ALL = "all"
 MONTH_COUNT = 12
@@ -39,6 +48,7 @@ REPORT_MONTHS = 12
 REPORT_DAYS = 90  # the status page's bars (public_site.pages.UPTIME_BAR_DAYS)
 TABLE_ROWS = 50  # incidents listed on the page; the CSV has them all
 
+_CENTS = Decimal(1).scaleb(-CreditNotice._meta.get_field("credit_amount").decimal_places)
 _CLOSED_ITEMS = (ActionItem.Status.DONE, ActionItem.Status.WONT_DO)
 _PENDING_NOTICES = (NoticeState.COMPUTED, NoticeState.APPROVED, NoticeState.QUEUED, NoticeState.FAILED)
 
@@ -128,15 +138,27 @@ def _window_filter(scope: Scope) -> Q:
 
 
 def _incident_facts(
-    *, scope: Scope, start: datetime, end: datetime, spans: dict[int, list[uptime.Span]]
+    *,
+    scope: Scope,
+    start: datetime,
+    end: datetime,
+    spans: dict[int, list[uptime.Span]] | None = None,
+    newest: int | None = None,
 ) -> list[metrics.IncidentFacts]:
-    """One query: incidents that started in [start, end) and touch the scope."""
+    """One query: incidents that started in [start, end) and touch the scope, newest first.
+    `newest`: only that many incidents (no maintenance), and their spans read with
+    `_windows_of` (one more query) instead of taken from `spans`."""
     queryset = Incident.objects.filter(started_at__gte=start, started_at__lt=end)
     if not scope.is_all:
         queryset = queryset.filter(
             Exists(ImpactWindow.objects.filter(_window_filter(scope), incident=OuterRef("pk")))
         )
-    rows = (
+    if newest is not None:
+        # The newest first, then their updates: aggregating the updates of every incident
+        # of the range to keep fifty costs as much as the rest of the page.
+        ids = queryset.exclude(kind=Incident.Kind.MAINTENANCE).order_by("-started_at", "-id").values("pk")
+        queryset = Incident.objects.filter(pk__in=Subquery(ids[:newest]))
+    rows = list(
         queryset.annotate(
             first_update=Min("updates__display_at"),
             last_update=Max("updates__display_at"),
@@ -158,6 +180,9 @@ def _incident_facts(
         )
         .order_by("-started_at", "-id")
     )
+    if newest is not None:
+        spans = _windows_of(scope=scope, incident_ids=[row[0] for row in rows])
+    assert spans is not None
     return [
         metrics.IncidentFacts(
             incident_id=pk,
@@ -176,6 +201,20 @@ def _incident_facts(
         )
         for pk, public_id, title, kind, is_public, started, created, detected, resolved, first, last, count in rows
     ]
+
+
+def _windows_of(*, scope: Scope, incident_ids: Sequence[int]) -> dict[int, list[uptime.Span]]:
+    """One query: the windows in scope of the given incidents, by incident (in the order
+    `_windows` gives them)."""
+    rows = (
+        ImpactWindow.objects.filter(_window_filter(scope), incident_id__in=list(incident_ids))
+        .values_list("incident_id", "level", "started_at", "ended_at")
+        .order_by("started_at", "id")
+    )
+    out: dict[int, list[uptime.Span]] = defaultdict(list)
+    for incident_id, level, started, ended in rows:
+        out[incident_id].append(uptime.Span(level=level, start=started, end=ended, incident_id=incident_id))
+    return out
 
 
 def _windows(
@@ -208,26 +247,31 @@ def _action_items(
     Action items have no closing time of their own: a done or won't-do item is dated by
     its last change (`updated_at`), which is when it was closed unless it was edited later.
     """
-    queryset = ActionItem.objects.all()
+    # Only items that can count in some period: still open, or created or changed since the
+    # range began (closed before it, an item is neither opened, closed nor overdue in it).
+    since = min(periods[0].start, now)
+    queryset = ActionItem.objects.filter(
+        Q(status__in=ActionItem.OPEN_STATUSES) | Q(updated_at__gte=since) | Q(created_at__gte=since)
+    )
     if not scope.is_all:
         queryset = queryset.filter(
             Exists(ImpactWindow.objects.filter(_window_filter(scope), incident=OuterRef("incident_id")))
         )
-    aggregates: dict[str, Any] = {}
+    counts_by_name: dict[str, Any] = {}
     for i, p in enumerate(periods):
         moment = min(p.end, now)
         still_open = Q(status__in=ActionItem.OPEN_STATUSES) | Q(
             status__in=_CLOSED_ITEMS, updated_at__gte=moment
         )
-        aggregates[f"opened_{i}"] = Count("id", filter=Q(created_at__gte=p.start, created_at__lt=p.end))
-        aggregates[f"closed_{i}"] = Count(
+        counts_by_name[f"opened_{i}"] = Count("id", filter=Q(created_at__gte=p.start, created_at__lt=p.end))
+        counts_by_name[f"closed_{i}"] = Count(
             "id", filter=Q(status__in=_CLOSED_ITEMS, updated_at__gte=p.start, updated_at__lt=p.end)
         )
-        aggregates[f"overdue_{i}"] = Count(
+        counts_by_name[f"overdue_{i}"] = Count(
             "id",
             filter=Q(created_at__lt=moment, due_date__lt=uptime.local_date(moment, tz)) & still_open,
         )
-    counts = queryset.aggregate(**aggregates)
+    counts = queryset.aggregate(**counts_by_name)
     return tuple(
         metrics.ActionItemCounts(
             period=p,
@@ -283,7 +327,8 @@ def _credits(*, scope: Scope, periods: Sequence[metrics.Period]) -> tuple[metric
             pending=t["pending"],
             days=t["days"],
             percent_notices=t["percent"],
-            amounts=tuple(sorted(t["amounts"].items())),
+            # Money at the column's scale on every database (SQLite's SUM drops it: "120").
+            amounts=tuple(sorted((c, a.quantize(_CENTS)) for c, a in t["amounts"].items())),
         )
         for p, t in totals.items()
     )
@@ -298,13 +343,18 @@ class InsightsPage:
     granularity: str
     periods: tuple[metrics.Period, ...]
     summaries: tuple[metrics.PeriodSummary, ...]
-    rows: tuple[metrics.IncidentRow, ...]  # every incident of the range, newest first
-    response: metrics.Response  # over the whole range
+    response: metrics.Response  # over the whole range: the ranks the page shows
+    incident_count: int  # incidents of the range (maintenance apart)
+    listed: tuple[metrics.IncidentRow, ...]  # the newest TABLE_ROWS incidents (no maintenance)
+    behind: dict[int, metrics.Named]  # the incidents behind the response figures and dots
     action_items: tuple[metrics.ActionItemCounts, ...]
     credits: tuple[metrics.CreditTotals, ...]
     total: metrics.Downtime  # the whole range
     now: datetime
     weights: uptime.Weights
+    # Every incident and maintenance of the range, newest first: read only when asked
+    # for (the incidents CSV) and on the Python path; None on the database path.
+    rows: tuple[metrics.IncidentRow, ...] | None = None
 
     @property
     def start(self) -> datetime:
@@ -314,28 +364,63 @@ class InsightsPage:
     def end(self) -> datetime:
         return self.periods[-1].end
 
-    @property
-    def incidents(self) -> tuple[metrics.IncidentRow, ...]:
-        return tuple(r for r in self.rows if not r.facts.is_maintenance)
-
-    @property
-    def listed(self) -> tuple[metrics.IncidentRow, ...]:
-        return self.incidents[:TABLE_ROWS]
-
-    @cached_property
-    def _by_id(self) -> dict[int, metrics.IncidentRow]:
-        return {r.facts.incident_id: r for r in self.rows}
-
-    def incident(self, incident_id: int | None) -> metrics.IncidentRow | None:
-        return self._by_id.get(incident_id) if incident_id is not None else None
+    def incident(self, incident_id: int) -> metrics.IncidentRow | None:
+        """One incident's row, if it was read (every row, or the newest listed)."""
+        return next(
+            (
+                r
+                for r in (self.rows if self.rows is not None else self.listed)
+                if r.facts.incident_id == incident_id
+            ),
+            None,
+        )
 
 
-def insights_page(*, scope: Scope, granularity: str, last: date, now: datetime) -> InsightsPage:
-    """Insights for `scope` over the 12 months (or 8 quarters) ending with the one holding `last`."""
+def _periods(granularity: str, last: date, tz: ZoneInfo) -> tuple[metrics.Period, ...]:
+    count = QUARTER_COUNT if granularity == metrics.QUARTER else MONTH_COUNT
+    return metrics.periods(last=last, count=count, granularity=granularity, tz=tz)
+
+
+def insights_page(
+    *,
+    scope: Scope,
+    granularity: str,
+    last: date,
+    now: datetime,
+    every_row: bool = False,
+    period_response: bool = False,
+) -> InsightsPage:
+    """Insights for `scope` over the 12 months (or 8 quarters) ending with the one holding `last`.
+
+    On PostgreSQL the counts, distributions and downtime are worked out by the database
+    (`insights.aggregates`): a fixed number of queries returning a few hundred rows,
+    however long the history. `every_row` (the incidents CSV, which lists them all) and
+    other databases (SQLite, the embedded default) take the Python path, which reads the
+    range's incidents and windows and does the same maths in `insights.metrics`. Both
+    give the same page; `tests/insights/test_fast_path.py` holds them to it.
+    `period_response`: each period's own distributions too (the response CSV).
+    """
+    build = insights_page_python if every_row or connection.vendor != "postgresql" else insights_page_sql
+    return build(scope=scope, granularity=granularity, last=last, now=now, period_response=period_response)
+
+
+def _behind(response: metrics.Response, rows: Sequence[metrics.IncidentRow]) -> dict[int, metrics.Named]:
+    ids = frozenset().union(*(d.incident_ids for _, _, d in response.items()))
+    return {
+        r.facts.incident_id: metrics.Named(public_id=r.facts.public_id, title=r.facts.title)
+        for r in sorted(rows, key=lambda r: r.facts.incident_id)
+        if r.facts.incident_id in ids
+    }
+
+
+def insights_page_python(
+    *, scope: Scope, granularity: str, last: date, now: datetime, period_response: bool = False
+) -> InsightsPage:
+    """The page from every incident and window of the range, read into Python: the pure
+    maths of `insights.metrics` and `incidents.uptime`, as on the status page."""
     tz = display_zone()
     weights = display_weights()
-    count = QUARTER_COUNT if granularity == metrics.QUARTER else MONTH_COUNT
-    periods = metrics.periods(last=last, count=count, granularity=granularity, tz=tz)
+    periods = _periods(granularity, last, tz)
     start, end = periods[0].start, periods[-1].end
     by_incident, by_product = _windows(scope=scope, start=start, end=end)
     facts = _incident_facts(scope=scope, start=start, end=end, spans=by_incident)
@@ -357,20 +442,86 @@ def insights_page(*, scope: Scope, granularity: str, last: date, now: datetime) 
                 metrics.product_downtime(buckets[p], start=p.start, end=p.end, now=now, weights=weights)
             )
     summaries = [
-        metrics.period_summary(p, rows=in_period[p], downtime=metrics.combined(per_period[p]), now=now)
+        metrics.period_summary(
+            p,
+            rows=in_period[p],
+            downtime=metrics.combined(per_period[p]),
+            now=now,
+            with_response=period_response,
+        )
         for p in periods
     ]
-    total = metrics.combined([d for p in periods for d in per_period[p]])
+    incidents = [r for r in rows if not r.facts.is_maintenance]
+    response = metrics.response_times(incidents).shown()
     return InsightsPage(
         scope=scope,
         granularity=granularity,
         periods=periods,
         summaries=tuple(summaries),
-        rows=tuple(rows),
-        response=metrics.response_times(rows),
+        response=response,
+        incident_count=len(incidents),
+        listed=tuple(incidents[:TABLE_ROWS]),
+        behind=_behind(response, incidents),
         action_items=_action_items(scope=scope, periods=periods, now=now, tz=tz),
         credits=_credits(scope=scope, periods=periods),
-        total=total,
+        total=metrics.combined([d for p in periods for d in per_period[p]]),
+        now=now,
+        weights=weights,
+        rows=tuple(rows),
+    )
+
+
+def insights_page_sql(
+    *, scope: Scope, granularity: str, last: date, now: datetime, period_response: bool = False
+) -> InsightsPage:
+    """The same page with the heavy arithmetic done by PostgreSQL (`insights.aggregates`):
+    six queries whatever the size of the history, none of which returns more than a few
+    hundred rows (the newest incidents listed, the ranks shown, a figure per product,
+    period and level)."""
+    tz = display_zone()
+    weights = display_weights()
+    periods = _periods(granularity, last, tz)
+    products = None if scope.is_all else [p.pk for p in scope.products]
+    figures = aggregates.incident_figures(products=products, periods=periods, per_period=period_response)
+    durations = aggregates.downtime_by_level(products=products, periods=periods, now=now)
+    per_period: dict[metrics.Period, list[metrics.Downtime]] = {p: [] for p in periods}
+    for product in scope.products:
+        for i, p in enumerate(periods, start=1):
+            per_period[p].append(
+                metrics.downtime_of_levels(
+                    durations.get((product.pk, i), {}), start=p.start, end=min(p.end, now), weights=weights
+                )
+            )
+    summaries = []
+    for i, p in enumerate(periods, start=1):
+        by_level = figures.by_level.get(i, dict.fromkeys(metrics.LEVEL_ORDER, 0))
+        summaries.append(
+            metrics.PeriodSummary(
+                period=p,
+                incidents=sum(by_level.values()),
+                maintenance=figures.maintenance.get(i, 0),
+                by_level=tuple(by_level.items()),
+                downtime=metrics.combined(per_period[p]),
+                response=figures.period_response[i] if figures.period_response else None,
+                open_incidents=figures.open_incidents.get(i, 0),
+            )
+        )
+    listed = [
+        metrics.incident_row(f, now=now, weights=weights)
+        for f in _incident_facts(scope=scope, start=periods[0].start, end=periods[-1].end, newest=TABLE_ROWS)
+    ]
+    return InsightsPage(
+        scope=scope,
+        granularity=granularity,
+        periods=periods,
+        summaries=tuple(summaries),
+        response=figures.response,
+        incident_count=sum(s.incidents for s in summaries),
+        listed=tuple(listed),
+        behind=figures.behind,
+        action_items=aggregates.action_item_counts(products=products, periods=periods, now=now, tz=tz),
+        credits=_credits(scope=scope, periods=periods),
+        total=metrics.combined([d for p in periods for d in per_period[p]]),
         now=now,
         weights=weights,
     )

@@ -38,7 +38,9 @@ def staff_required(view: View) -> View:
     return wrapper
 
 
-def _page(request: HttpRequest) -> tuple[InsightsFilterForm, selectors.InsightsPage | None]:
+def _page(
+    request: HttpRequest, *, every_row: bool = False, period_response: bool = False
+) -> tuple[InsightsFilterForm, selectors.InsightsPage | None]:
     now = timezone.now()
     tz = selectors.display_zone()
     form = InsightsFilterForm(
@@ -50,7 +52,12 @@ def _page(request: HttpRequest) -> tuple[InsightsFilterForm, selectors.InsightsP
     if scope is None:  # the choice field has already refused unknown keys
         raise Http404("No such product or group.")
     page = selectors.insights_page(
-        scope=scope, granularity=form.cleaned_data["by"], last=form.cleaned_data["until"], now=now
+        scope=scope,
+        granularity=form.cleaned_data["by"],
+        last=form.cleaned_data["until"],
+        now=now,
+        every_row=every_row,
+        period_response=period_response,
     )
     return form, page
 
@@ -82,7 +89,9 @@ def insights(request: HttpRequest) -> HttpResponse:
 def insights_csv(request: HttpRequest, name: str) -> HttpResponse:
     if name not in present.CHARTS:
         raise Http404("No such table.")
-    form, page = _page(request)
+    # The incidents CSV lists every incident of the range, the response CSV each period's
+    # distributions: only they read what the page does not show.
+    form, page = _page(request, every_row=name == "incidents", period_response=name == "response")
     if page is None:
         return HttpResponse("Invalid filter: " + form.errors.as_text(), status=400, content_type="text/plain")
     table = present.insights_table(page, name)

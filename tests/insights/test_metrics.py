@@ -160,6 +160,7 @@ def test_maintenance_is_counted_apart_and_never_in_the_distributions_or_downtime
         now=NOW,
     )
     assert (summary.incidents, summary.maintenance) == (1, 1)
+    assert summary.response is not None
     assert summary.response.detect.count == 1
     assert summary.response.resolve.count == 0
     assert summary.downtime.weighted_minutes == 0
