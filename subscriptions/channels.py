@@ -88,7 +88,10 @@ def _body_text(message: EventMessage) -> str:
 
 
 def _title(message: EventMessage) -> str:
-    return f"{message.context['headline']}: {message.context['incident'].title}"
+    return _("%(label)s: %(title)s") % {
+        "label": message.context["headline"],
+        "title": message.context["incident"].title,
+    }
 
 
 def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, Any]:
