@@ -98,7 +98,9 @@ class SubscriberViewSet(
         subscriber = self.get_object()
         serializer = SubscriberLanguageSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        services.subscriber_set_language(subscriber=subscriber, language=serializer.validated_data["language"])
+        services.subscriber_set_language(
+            subscriber=subscriber, language=serializer.validated_data["language"]
+        )
         return Response(self.get_serializer(self.get_queryset().get(pk=subscriber.pk)).data)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -17,7 +17,6 @@ from django.core.exceptions import ValidationError
 from django.utils import dateformat, formats
 from django.utils.translation import gettext, pgettext
 
-
 # The choices of every `language` field and API parameter (one named enum in the schema).
 LANGUAGE_CHOICES = settings.LANGUAGES
 

@@ -169,7 +169,9 @@ class SubscriberTemplate:
 
 def send_to_subscriber(*, subscriber: Subscriber, key: str, template: str, context: dict[str, Any]) -> Any:
     links = subscriber_links(subscriber)
-    rendered = render_email(template, {**context, **links, "subscriber": subscriber}, language=subscriber.language)
+    rendered = render_email(
+        template, {**context, **links, "subscriber": subscriber}, language=subscriber.language
+    )
     return email_enqueue(
         key=key,
         to=[subscriber.email],

@@ -4,19 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('credits', '0002_credit_audit'),
+        ("credits", "0002_credit_audit"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='customer',
-            name='language',
-            field=models.CharField(choices=[('en', 'English'), ('fr', 'French')], default='en', help_text='The language of the credit letters sent to this customer.', max_length=8),
+            model_name="customer",
+            name="language",
+            field=models.CharField(
+                choices=[("en", "English"), ("fr", "French")],
+                default="en",
+                help_text="The language of the credit letters sent to this customer.",
+                max_length=8,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='customer',
-            constraint=models.CheckConstraint(condition=models.Q(('language__in', ['en', 'fr'])), name='customer_language_valid'),
+            model_name="customer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("language__in", ["en", "fr"])), name="customer_language_valid"
+            ),
         ),
     ]

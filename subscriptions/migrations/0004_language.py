@@ -4,20 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0004_render_existing_markdown'),
-        ('subscriptions', '0003_merge_0002_chat_channels_0002_notificationevent'),
+        ("incidents", "0004_render_existing_markdown"),
+        ("subscriptions", "0003_merge_0002_chat_channels_0002_notificationevent"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='subscriber',
-            name='language',
-            field=models.CharField(choices=[('en', 'English'), ('fr', 'French')], default='en', help_text='The language of the emails this subscriber receives.', max_length=8),
+            model_name="subscriber",
+            name="language",
+            field=models.CharField(
+                choices=[("en", "English"), ("fr", "French")],
+                default="en",
+                help_text="The language of the emails this subscriber receives.",
+                max_length=8,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscriber',
-            constraint=models.CheckConstraint(condition=models.Q(('language__in', ['en', 'fr'])), name='subscriber_language_valid'),
+            model_name="subscriber",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("language__in", ["en", "fr"])), name="subscriber_language_valid"
+            ),
         ),
     ]
