@@ -86,5 +86,4 @@ def number(value: Decimal | int | float | str) -> str:
 
 def percent(value: Decimal | int | float | str) -> str:
     """ "99.95%" in English, "99,95 %" in French (a no-break space before the sign)."""
-    text = value if isinstance(value, str) else number(value)
-    return gettext("%(number)s%%") % {"number": text}
+    return gettext("%(number)s%%") % {"number": number(value)}
