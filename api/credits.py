@@ -91,6 +91,7 @@ class CustomerSerializer(StrictSerializer, serializers.ModelSerializer):
             "term_end_date",
             "monthly_bill",
             "currency",
+            "language",
             "entitlements",
         ]
         read_only_fields = ["id"]

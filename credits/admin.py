@@ -68,6 +68,7 @@ class CustomerForm(forms.ModelForm):
             "term_end_date",
             "monthly_bill",
             "currency",
+            "language",
         ]
 
     def clean_name(self) -> str:
@@ -87,8 +88,8 @@ class EntitlementInline(admin.TabularInline):
 @admin.register(Customer)
 class CustomerAdmin(ServiceModelAdmin):
     form = CustomerForm
-    list_display = ("name", "policy", "sla_eligible", "term_end_date", "monthly_bill", "currency")
-    list_filter = ("sla_eligible", "policy")
+    list_display = ("name", "policy", "sla_eligible", "term_end_date", "monthly_bill", "currency", "language")
+    list_filter = ("sla_eligible", "policy", "language")
     search_fields = ("name", "billing_emails")
     inlines = [EntitlementInline]
 

@@ -1,4 +1,9 @@
-"""The credit notice email, built from a subject/text/html template triplet."""
+"""The credit notice email, built from a subject/text/html template triplet.
+
+A letter is written in its customer's language (`Customer.language`): the context is
+built and the templates rendered under `translation.override`, so the words, dates,
+durations and figures ("99,95 %", "2 déc. 2026") are all the customer's.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,11 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
 from django.utils.html import escape
+from django.utils.translation import gettext
 
+from core.i18n import display_date, display_datetime, month_label, number, percent
 from credits import selectors, sla
 from credits.models import CreditNotice
 from incidents.intervals import format_duration
@@ -52,13 +60,12 @@ def _sentences(markdown: str, limit: int = 2, max_chars: int = 420) -> str:
 
 def _local(value: datetime | None, tz: ZoneInfo) -> str:
     if value is None:
-        return "ongoing"
-    return value.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+        return gettext("ongoing")
+    return display_datetime(value, tz)
 
 
 def _number(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return text
+    return number(value.normalize())
 
 
 def notice_context(notice: CreditNotice) -> dict[str, Any]:
@@ -72,7 +79,7 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         if not incident.is_public:
             # Internal incidents still count as downtime; their titles stay internal.
             incidents.append(
-                IncidentLine("An unlisted incident", "", _local(incident.started_at, tz), "", "")
+                IncidentLine(gettext("An unlisted incident"), "", _local(incident.started_at, tz), "", "")
             )
             continue
         end = incident.resolved_at
@@ -110,36 +117,45 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
     if notice.term_extended_at is not None and term_before is not None:
         term_before = term_before - timedelta(days=days)
     term_after = term_before + timedelta(days=days) if term_before is not None else None
+    uptime = notice.uptime_percent.quantize(Decimal("0.01"), rounding=ROUND_DOWN)
     return {
+        "language": translation.get_language(),
         "site_name": settings.SITE_NAME,
         "site_url": settings.SITE_URL,
         "notice": notice,
         "customer": customer,
         "policy": policy,
-        "period_label": date(period.year, period.month, 1).strftime("%B %Y"),
+        "period_label": month_label(date(period.year, period.month, 1)),
         "time_zone": policy.time_zone,
-        "uptime": notice.uptime_percent.quantize(Decimal("0.01"), rounding=ROUND_DOWN),
+        "uptime": uptime,
+        "uptime_percent": percent(uptime),
         "target": _number(policy.target),
+        "target_percent": percent(policy.target.normalize()),
         "downtime": format_duration(timedelta(minutes=float(notice.downtime_minutes))),
         "downtime_minutes": _number(notice.downtime_minutes),
         "incidents": incidents,
         "is_days": notice.unit == CreditNotice.Unit.DAYS,
         "days": days,
         "percent": _number(notice.credit),
+        "credit_percent": percent(notice.credit.normalize()),
         "amount": notice.credit_amount,
         "currency": customer.currency,
         "term_before": term_before,
         "term_after": term_after,
+        "term_before_label": display_date(term_before),
+        "term_after_label": display_date(term_after),
         "claim_deadline": notice.claim_deadline,
+        "claim_deadline_label": display_date(notice.claim_deadline),
         "claim_window_days": policy.claim_window_days,
         "any_partial": any(i.yours for i in incidents) or len(incidents) > 1,
     }
 
 
 def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
-    context = notice_context(notice)
-    subject = " ".join(render_to_string(SUBJECT, context).split())
-    return subject, render_to_string(TEXT, context), render_to_string(HTML, context)
+    with translation.override(notice.customer.language):
+        context = notice_context(notice)
+        subject = " ".join(render_to_string(SUBJECT, context).split())
+        return subject, render_to_string(TEXT, context), render_to_string(HTML, context)
 
 
 # Stands in for the customer's name in a shared render (letters, digits, hyphens: HTML
@@ -175,6 +191,8 @@ class CreditNoticeRenderer:
             sorted((e.product_id, e.location_id or 0, e.policy_id or 0) for e in customer.entitlements.all())
         )
         return (
+            # The letter's language: two customers alike in all else get different letters.
+            customer.language,
             settings.SITE_NAME,
             settings.SITE_URL,
             policy.pk,
@@ -199,13 +217,14 @@ class CreditNoticeRenderer:
         shape = self._shape(notice)
         shared = self._memo.get(shape)
         if shared is None:
-            context = notice_context(notice)
-            stand_in = {**context, "customer": {"name": _NAME_MARK}}
-            shared = (
-                " ".join(render_to_string(SUBJECT, stand_in).split()),
-                render_to_string(TEXT, stand_in),
-                render_to_string(HTML, stand_in),
-            )
+            with translation.override(notice.customer.language):
+                context = notice_context(notice)
+                stand_in = {**context, "customer": {"name": _NAME_MARK}}
+                shared = (
+                    " ".join(render_to_string(SUBJECT, stand_in).split()),
+                    render_to_string(TEXT, stand_in),
+                    render_to_string(HTML, stand_in),
+                )
             self._memo[shape] = shared
         name = notice.customer.name
         subject, text, html = shared

@@ -146,12 +146,24 @@ class Customer(models.Model):
     term_end_date = models.DateField(null=True, blank=True, help_text="Day credits move this date.")
     monthly_bill = models.DecimalField(max_digits=12, decimal_places=2, null=True, blank=True)
     currency = models.CharField(max_length=3, default="USD")
+    language = models.CharField(
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default="en",
+        help_text="The language of the credit letters sent to this customer.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["name", "id"]
         indexes = [models.Index(fields=["sla_eligible"], name="customer_eligible")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(language__in=[code for code, _name in settings.LANGUAGES]),
+                name="customer_language_valid",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

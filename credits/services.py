@@ -25,6 +25,7 @@ from django.db.models import CharField, F, OuterRef, Prefetch, QuerySet, Subquer
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
+from core.i18n import clean_language
 from core.text import clean_single_line
 from credits import emails, selectors, sla
 from credits.audit import audit_record
@@ -161,6 +162,7 @@ def customer_create(
     term_end_date: date | None = None,
     monthly_bill: Decimal | None = None,
     currency: str = "USD",
+    language: str = "en",
 ) -> Customer:
     customer = Customer(
         name=clean_customer_name(name),
@@ -170,6 +172,7 @@ def customer_create(
         term_end_date=term_end_date,
         monthly_bill=monthly_bill,
         currency=clean_single_line(currency, field="currency", max_length=3).upper(),
+        language=clean_language(language),
     )
     customer.full_clean()
     customer.save()
@@ -182,6 +185,9 @@ def customer_update(*, customer: Customer, **fields: Any) -> Customer:
         fields["name"] = clean_customer_name(fields["name"])
     if "billing_emails" in fields:
         fields["billing_emails"] = outbox.clean_addresses(fields["billing_emails"], field="billing_emails")
+    if "language" in fields:
+        # The language of the customer's letters from now on (a queued one keeps its own).
+        fields["language"] = clean_language(fields["language"])
     for key, value in fields.items():
         setattr(customer, key, value)
     customer.full_clean()

@@ -1,4 +1,5 @@
-"""Pure interval arithmetic on aware datetimes. No ORM, no settings.
+"""Pure interval arithmetic on aware datetimes. No ORM, no settings (only the unit
+words of `format_duration` go through the active language's catalogue).
 
 Intervals are half-open [start, end). Everything that counts minutes of impact - the
 incident duration, the history grid, display uptime and the SLA maths - builds on these
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+
+from django.utils.translation import pgettext
 
 
 @dataclass(frozen=True, order=True)
@@ -94,11 +97,13 @@ def format_duration(delta: timedelta) -> str:
     minutes = int(delta.total_seconds() // 60)
     days, rem = divmod(minutes, 24 * 60)
     hours, mins = divmod(rem, 60)
+    # The unit abbreviations are translated (French writes "1 j 5 h 46 min"); the
+    # English ones are the msgids, so English output is unchanged.
     parts = []
     if days:
-        parts.append(f"{days} d")
+        parts.append(pgettext("duration in days", "%(count)d d") % {"count": days})
     if hours:
-        parts.append(f"{hours} h")
+        parts.append(pgettext("duration in hours", "%(count)d h") % {"count": hours})
     if mins or not parts:
-        parts.append(f"{mins} min")
+        parts.append(pgettext("duration in minutes", "%(count)d min") % {"count": mins})
     return " ".join(parts)

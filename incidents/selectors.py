@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
@@ -29,7 +29,11 @@ LEVEL_SEVERITY: dict[str, int] = {
     Level.PARTIAL_OUTAGE: 3,
     Level.MAJOR_OUTAGE: 4,
 }
-PRODUCT_STATUS_LABELS: dict[str, str] = {OPERATIONAL: "Operational", **dict(Level.choices)}
+# The level labels stay lazy (translated where they are shown); typed as the str they become.
+PRODUCT_STATUS_LABELS: dict[str, str] = {
+    OPERATIONAL: "Operational",
+    **cast(dict[str, str], dict(Level.choices)),
+}
 
 INDICATOR_SEVERITY = {"none": 0, "maintenance": 1, "minor": 2, "major": 3, "critical": 4}
 INDICATOR_DESCRIPTIONS = {

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 import dj_database_url
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
 
 from statuspage.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -260,7 +261,9 @@ try:
     ZoneInfo(DISPLAY_TIME_ZONE)
 except Exception as exc:
     raise ImproperlyConfigured(f"DISPLAY_TIME_ZONE {DISPLAY_TIME_ZONE!r} is not a time zone") from exc
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("fr", _("French"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 USE_I18N = True
 
 # --- Status page rules ----------------------------------------------------------------------
@@ -452,6 +455,7 @@ SPECTACULAR_SETTINGS.update(
             "LocationKindEnum": "incidents.models.LocationKind",
             "LevelEnum": "incidents.models.ImpactLevel",
             "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
+            "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
         },
     }
 )

@@ -19,6 +19,7 @@ class SubscriberAdmin(admin.ModelAdmin):
         "kind",
         "email",
         "all_products",
+        "language",
         "confirmed_at",
         "failure_count",
         "disabled_at",
@@ -26,6 +27,7 @@ class SubscriberAdmin(admin.ModelAdmin):
     list_filter = (
         "kind",
         "all_products",
+        "language",
         ("confirmed_at", admin.EmptyFieldListFilter),
         ("disabled_at", admin.EmptyFieldListFilter),
     )

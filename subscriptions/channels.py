@@ -11,7 +11,9 @@ URL that receives JSON:
 - Generic webhooks: our own event document, or, by the subscriber's choice, Statuspage's
   subscriber payload shape (`meta`, `page`, `incident` with `incident_updates`).
 
-Every message carries the signed unsubscribe link (the opt-out), as emails do.
+Every message carries the signed unsubscribe link (the opt-out), as emails do. Slack and
+Teams messages are written in the subscriber's language, like its emails; the generic
+webhook documents are data and stay as they are.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 
 from core.text import site_title
 from incidents.models import Incident, IncidentUpdate
@@ -52,19 +55,25 @@ def slack_escape(text: str) -> str:
 
 def _facts(message: EventMessage) -> list[tuple[str, str]]:
     ctx = message.context
-    facts = [("Status", ctx["status_label"])]
+    # str(): the context's labels and times are lazy, and the message is JSON.
+    facts = [(_("Status"), str(ctx["status_label"]))]
     if not ctx["is_maintenance"]:
-        facts.append(("Impact", ctx["impact_label"]))
+        facts.append((_("Impact"), str(ctx["impact_label"])))
     if ctx["products"]:
-        facts.append(("Affected", ", ".join(p.name for p in ctx["products"])))
+        facts.append((_("Affected"), ", ".join(p.name for p in ctx["products"])))
     if ctx.get("locations"):
-        facts.append(("Regions", ", ".join(loc.label for loc in ctx["locations"])))
+        facts.append((_("Regions"), ", ".join(loc.label for loc in ctx["locations"])))
     if ctx["is_maintenance"]:
-        facts.append(("Scheduled", f"{ctx['scheduled_for']} to {ctx['scheduled_until']}"))
+        facts.append(
+            (
+                _("Scheduled"),
+                _("%(start)s to %(end)s") % {"start": ctx["scheduled_for"], "end": ctx["scheduled_until"]},
+            )
+        )
     else:
-        facts.append(("Started", ctx["started"]))
+        facts.append((_("Started"), str(ctx["started"])))
         if ctx["resolved"]:
-            facts.append(("Resolved", ctx["resolved"]))
+            facts.append((_("Resolved"), str(ctx["resolved"])))
     return facts
 
 
@@ -79,7 +88,10 @@ def _body_text(message: EventMessage) -> str:
 
 
 def _title(message: EventMessage) -> str:
-    return f"{message.context['headline']}: {message.context['incident'].title}"
+    return _("%(label)s: %(title)s") % {
+        "label": message.context["headline"],
+        "title": message.context["incident"].title,
+    }
 
 
 def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, Any]:
@@ -108,7 +120,7 @@ def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
             "elements": [
                 {
                     "type": "button",
-                    "text": {"type": "plain_text", "text": "View on the status page"},
+                    "text": {"type": "plain_text", "text": _("View on the status page")},
                     "url": ctx["incident_url"],
                     "action_id": "view-incident",
                 }
@@ -121,7 +133,7 @@ def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
             "elements": [
                 {
                     "type": "mrkdwn",
-                    "text": f"{slack_escape(site_title(settings.SITE_NAME))} · <{unsubscribe_url}|Unsubscribe>",
+                    "text": f"{slack_escape(site_title(settings.SITE_NAME))} · <{unsubscribe_url}|{_('Unsubscribe')}>",
                 }
             ],
         }
@@ -142,7 +154,7 @@ def teams_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
     body.append(
         {
             "type": "TextBlock",
-            "text": f"{site_title(settings.SITE_NAME)} · [Unsubscribe]({unsubscribe_url})",
+            "text": f"{site_title(settings.SITE_NAME)} · [{_('Unsubscribe')}]({unsubscribe_url})",
             "size": "Small",
             "isSubtle": True,
             "wrap": True,
@@ -154,7 +166,7 @@ def teams_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
         "version": ADAPTIVE_CARD_VERSION,
         "body": body,
         "actions": [
-            {"type": "Action.OpenUrl", "title": "View on the status page", "url": ctx["incident_url"]}
+            {"type": "Action.OpenUrl", "title": _("View on the status page"), "url": ctx["incident_url"]}
         ],
     }
     return {
@@ -230,9 +242,11 @@ def payload_for(subscriber: Subscriber, message: EventMessage) -> dict[str, Any]
     """The JSON one hook subscriber receives for `message`."""
     unsubscribe_url = emails.subscriber_links(subscriber)["unsubscribe_url"]
     if subscriber.kind == Subscriber.Kind.SLACK:
-        return slack_message(message, unsubscribe_url=unsubscribe_url)
+        with translation.override(subscriber.language):
+            return slack_message(message, unsubscribe_url=unsubscribe_url)
     if subscriber.kind == Subscriber.Kind.TEAMS:
-        return teams_message(message, unsubscribe_url=unsubscribe_url)
+        with translation.override(subscriber.language):
+            return teams_message(message, unsubscribe_url=unsubscribe_url)
     if subscriber.payload_format == Subscriber.Format.STATUSPAGE:
         return statuspage_payload(message, unsubscribe_url=unsubscribe_url)
     return message.payload

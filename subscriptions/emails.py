@@ -4,6 +4,11 @@ Templates live in templates/emails/: `<name>_subject.txt`, `<name>.txt` and
 `<name>.html`. User text reaches them only as context values (so template syntax in a
 title is shown literally) and Markdown only as the HTML stored when it was written
 (`stored_html`). Each email is one outbox row with an idempotency key chosen by the caller, so it is queued once.
+
+Every email is rendered in its recipient's language (`Subscriber.language`), whatever
+language the request or task that sends it is in: `render_email` takes the language and
+renders under `translation.override`, and the times in a context are lazy
+(`display_time_lazy`), so they are written in the language of the render.
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
+from django.utils import translation
+from django.utils.functional import lazy
 from django.utils.html import escape
 
+from core.i18n import display_datetime
 from core.text import site_title
 from outbox.services import EmailSpec, email_enqueue
 from subscriptions.models import Subscriber
@@ -42,27 +50,32 @@ def absolute_url(path: str) -> str:
 
 
 def display_time(value: datetime | None) -> str:
-    """A time in the display zone, with the zone named (emails have no <time> element)."""
-    if value is None:
-        return ""
-    local = value.astimezone(ZoneInfo(settings.DISPLAY_TIME_ZONE))
-    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+    """A time in the display zone, with the zone named (emails have no <time> element),
+    in the active language: "2026-12-02 06:05 PST", "2 déc. 2026 à 06:05 PST"."""
+    return display_datetime(value, ZoneInfo(settings.DISPLAY_TIME_ZONE))
 
 
-def render_email(name: str, context: dict[str, Any]) -> RenderedEmail:
+# For contexts built once and rendered in several languages: written when rendered.
+display_time_lazy = lazy(display_time, str)
+
+
+def render_email(name: str, context: dict[str, Any], *, language: str | None = None) -> RenderedEmail:
+    """The subject, text and HTML of `name`, in `language` (default: the site's)."""
     base = {
         "site_name": settings.SITE_NAME,
         "site_title": site_title(settings.SITE_NAME),
         "site_url": settings.SITE_URL,
         **context,
     }
-    # A subject is one line: template newlines and runs of spaces collapse to one space.
-    subject = _WHITESPACE.sub(" ", render_to_string(f"emails/{name}_subject.txt", base)).strip()
-    return RenderedEmail(
-        subject=subject,
-        text=render_to_string(f"emails/{name}.txt", base),
-        html=render_to_string(f"emails/{name}.html", base),
-    )
+    with translation.override(language or settings.LANGUAGE_CODE):
+        base["language"] = translation.get_language()
+        # A subject is one line: template newlines and runs of spaces collapse to one space.
+        subject = _WHITESPACE.sub(" ", render_to_string(f"emails/{name}_subject.txt", base)).strip()
+        return RenderedEmail(
+            subject=subject,
+            text=render_to_string(f"emails/{name}.txt", base),
+            html=render_to_string(f"emails/{name}.html", base),
+        )
 
 
 def subscriber_links(subscriber: Subscriber) -> dict[str, str]:
@@ -102,14 +115,16 @@ class SubscriberTemplate:
 
     A fan-out to a million subscribers would otherwise render three templates a million
     times. What differs per subscriber is only the address in the footer and the two
-    signed links; the result is the same bytes as `render_email` per subscriber (tested).
+    signed links (and the language: one render per language, the caller keys them by
+    it); the result is the same bytes as `render_email` per subscriber (tested).
     """
 
     rendered: RenderedEmail
+    language: str = "en"
 
     @classmethod
-    def render(cls, name: str, context: dict[str, Any]) -> SubscriberTemplate:
-        stand_in = Subscriber(email=_EMAIL_MARK)
+    def render(cls, name: str, context: dict[str, Any], *, language: str = "en") -> SubscriberTemplate:
+        stand_in = Subscriber(email=_EMAIL_MARK, language=language)
         return cls(
             render_email(
                 name,
@@ -120,10 +135,14 @@ class SubscriberTemplate:
                     "unsubscribe_url": _UNSUBSCRIBE_MARK,
                     "confirm_url": "",
                 },
-            )
+                language=language,
+            ),
+            language=language,
         )
 
     def spec_for(self, *, subscriber: Subscriber, key: str) -> EmailSpec:
+        if subscriber.language != self.language:
+            raise ValueError(f"a {self.language!r} email for a {subscriber.language!r} subscriber")
         manage = absolute_url(reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)]))
         unsubscribe = absolute_url(
             reverse("subscriptions:unsubscribe", args=[make_token(subscriber, Purpose.UNSUBSCRIBE)])
@@ -150,7 +169,9 @@ class SubscriberTemplate:
 
 def send_to_subscriber(*, subscriber: Subscriber, key: str, template: str, context: dict[str, Any]) -> Any:
     links = subscriber_links(subscriber)
-    rendered = render_email(template, {**context, **links, "subscriber": subscriber})
+    rendered = render_email(
+        template, {**context, **links, "subscriber": subscriber}, language=subscriber.language
+    )
     return email_enqueue(
         key=key,
         to=[subscriber.email],

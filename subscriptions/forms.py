@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 
 from incidents.selectors import products_public
 from subscriptions.models import HOOK_KINDS, Subscriber
@@ -102,4 +104,7 @@ class SubscribeForm(ProductChoiceForm):
 
 
 class ManageForm(ProductChoiceForm):
-    pass
+    # Optional: a manage form posted without it (an old page) keeps the language.
+    language = forms.ChoiceField(
+        choices=settings.LANGUAGES, required=False, label=_("Email language"), widget=forms.Select
+    )

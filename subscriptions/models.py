@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 
+from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower
@@ -65,6 +66,12 @@ class Subscriber(models.Model):
         max_length=500, blank=True, help_text="Webhook or chat incoming-webhook target (not for email)."
     )
     all_products = models.BooleanField(default=True, help_text="Notify about every public product.")
+    language = models.CharField(
+        max_length=8,
+        choices=settings.LANGUAGES,
+        default="en",
+        help_text="The language of the emails this subscriber receives.",
+    )
     products = models.ManyToManyField(Product, blank=True, related_name="subscribers")
     token = models.CharField(max_length=32, unique=True, default=new_subscriber_token, editable=False)
     secret = models.CharField(
@@ -89,6 +96,10 @@ class Subscriber(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(payload_format__in=PayloadFormat.values), name="subscriber_payload_format_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(language__in=[code for code, _name in settings.LANGUAGES]),
+                name="subscriber_language_valid",
             ),
             # One email subscription per address (case-insensitively), one webhook per
             # owner and URL: subscribing twice updates, never duplicates.

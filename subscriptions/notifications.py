@@ -25,6 +25,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.functional import lazy
+from django.utils.translation import gettext_lazy as _
 
 from incidents import events
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
@@ -53,16 +55,16 @@ class Event(enum.StrEnum):
 
 
 # What a subscriber reads first, per event.
-HEADLINES: dict[Event, str] = {
-    Event.INCIDENT_OPENED: "New incident",
-    Event.INCIDENT_UPDATED: "Incident update",
-    Event.INCIDENT_RESOLVED: "Resolved",
-    Event.REPORT_PUBLISHED: "Incident report",
-    Event.MAINTENANCE_SCHEDULED: "Scheduled maintenance",
-    Event.MAINTENANCE_REMINDER: "Maintenance starts soon",
-    Event.MAINTENANCE_STARTED: "Maintenance in progress",
-    Event.MAINTENANCE_UPDATED: "Maintenance update",
-    Event.MAINTENANCE_COMPLETED: "Maintenance completed",
+HEADLINES: dict[Event, Any] = {
+    Event.INCIDENT_OPENED: _("New incident"),
+    Event.INCIDENT_UPDATED: _("Incident update"),
+    Event.INCIDENT_RESOLVED: _("Resolved"),
+    Event.REPORT_PUBLISHED: _("Incident report"),
+    Event.MAINTENANCE_SCHEDULED: _("Scheduled maintenance"),
+    Event.MAINTENANCE_REMINDER: _("Maintenance starts soon"),
+    Event.MAINTENANCE_STARTED: _("Maintenance in progress"),
+    Event.MAINTENANCE_UPDATED: _("Maintenance update"),
+    Event.MAINTENANCE_COMPLETED: _("Maintenance completed"),
 }
 
 KINDS = events.KINDS
@@ -137,9 +139,17 @@ def incident_url(incident: Incident) -> str:
     return emails.absolute_url(f"/incidents/{incident.public_id}/")
 
 
+# A choice label read when the email is rendered, so in the recipient's language.
+_label = lazy(lambda get_display: get_display(), str)
+
+
 @dataclass(frozen=True)
 class EventMessage:
-    """Everything about one event, computed once and shared by all its recipients."""
+    """Everything about one event, computed once and shared by all its recipients.
+
+    The words and times in `context` are lazy: each is written in the language of the
+    render that reads it (one render per language, see `_subscriber_specs`).
+    """
 
     event: Event
     key: str
@@ -162,17 +172,17 @@ def build_event_message(
         "headline": HEADLINES[event],
         "is_maintenance": incident.is_maintenance,
         "incident": incident,
-        "status_label": incident.get_status_display(),
-        "impact_label": incident.get_impact_display(),
+        "status_label": _label(incident.get_status_display),
+        "impact_label": _label(incident.get_impact_display),
         "products": products,
         "locations": affected_locations(incident),
         "update": update,
-        "update_time": emails.display_time(update.display_at) if update is not None else "",
+        "update_time": emails.display_time_lazy(update.display_at) if update is not None else "",
         "report": report,
-        "started": emails.display_time(incident.started_at),
-        "resolved": emails.display_time(incident.resolved_at),
-        "scheduled_for": emails.display_time(incident.scheduled_for),
-        "scheduled_until": emails.display_time(incident.scheduled_until),
+        "started": emails.display_time_lazy(incident.started_at),
+        "resolved": emails.display_time_lazy(incident.resolved_at),
+        "scheduled_for": emails.display_time_lazy(incident.scheduled_for),
+        "scheduled_until": emails.display_time_lazy(incident.scheduled_until),
         "incident_url": url,
     }
     payload = {
@@ -218,9 +228,9 @@ def build_event_message(
 def _subscriber_specs(
     *, message: EventMessage, subscribers: list[Subscriber], template: str
 ) -> list[EmailSpec | WebhookSpec]:
-    """One outbox spec per subscriber; the email is rendered once for the whole chunk."""
+    """One outbox spec per subscriber; the email is rendered once per language in the chunk."""
     specs: list[EmailSpec | WebhookSpec] = []
-    email_template: emails.SubscriberTemplate | None = None
+    email_templates: dict[str, emails.SubscriberTemplate] = {}
     for subscriber in subscribers:
         key = f"notify:{message.key}:{subscriber.pk}"
         if subscriber.is_hook:
@@ -236,8 +246,12 @@ def _subscriber_specs(
                 )
             )
             continue
+        email_template = email_templates.get(subscriber.language)
         if email_template is None:
-            email_template = emails.SubscriberTemplate.render(template, message.context)
+            email_template = emails.SubscriberTemplate.render(
+                template, message.context, language=subscriber.language
+            )
+            email_templates[subscriber.language] = email_template
         specs.append(email_template.spec_for(subscriber=subscriber, key=key))
     return specs
 

@@ -18,6 +18,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.i18n import clean_language
 from core.text import clean_single_line
 from incidents.models import Product
 from outbox.models import OutboundMessage
@@ -62,9 +63,15 @@ def subscriber_request(
     all_products: bool = True,
     products: Iterable[Product] = (),
     payload_format: str = Subscriber.Format.NATIVE,
+    language: str = "en",
 ) -> None:
-    """Handle a subscribe form. Returns nothing on purpose: the answer must not differ."""
+    """Handle a subscribe form. Returns nothing on purpose: the answer must not differ.
+
+    `language` is the language the emails are written in (the page's, when the form was
+    sent); a confirmed subscriber keeps its own until it changes it from the manage page.
+    """
     email = clean_email(email)
+    language = clean_language(language)
     if kind not in Subscriber.Kind.values:
         raise ValidationError({"kind": "Choose email, webhook, Slack or Teams."})
     url = validate_webhook_url(url) if kind in HOOK_KINDS else ""
@@ -83,7 +90,12 @@ def subscriber_request(
             # A savepoint: two identical requests racing end with one row, not an error.
             with transaction.atomic():
                 subscriber = Subscriber.objects.create(
-                    kind=kind, email=email, url=url, all_products=all_products, payload_format=payload_format
+                    kind=kind,
+                    email=email,
+                    url=url,
+                    all_products=all_products,
+                    payload_format=payload_format,
+                    language=language,
                 )
                 subscriber.products.set(chosen)
         except IntegrityError:
@@ -99,7 +111,8 @@ def subscriber_request(
         return
     # Still unconfirmed: the latest request's choice is what will be confirmed.
     subscriber.all_products = all_products
-    subscriber.save(update_fields=["all_products", "updated_at"])
+    subscriber.language = language
+    subscriber.save(update_fields=["all_products", "language", "updated_at"])
     subscriber.products.set(chosen)
     emails.send_confirmation(subscriber=subscriber, key=f"subscription-confirm:{subscriber.pk}:{bucket}")
 
@@ -116,15 +129,35 @@ def subscriber_confirm(*, subscriber: Subscriber) -> Subscriber:
 
 @transaction.atomic
 def subscriber_update_products(
-    *, subscriber: Subscriber, all_products: bool, products: Iterable[Product] = ()
+    *,
+    subscriber: Subscriber,
+    all_products: bool,
+    products: Iterable[Product] = (),
+    language: str | None = None,
 ) -> Subscriber:
+    """The manage page's save: the products, and the emails' language when given."""
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     chosen = [] if all_products else _clean_products(products)
     if not all_products and not chosen:
         raise ValidationError({"products": "Choose at least one product, or all of them."})
+    fields = ["all_products", "updated_at"]
     subscriber.all_products = all_products
-    subscriber.save(update_fields=["all_products", "updated_at"])
+    if language is not None:
+        subscriber.language = clean_language(language)
+        fields.append("language")
+    subscriber.save(update_fields=fields)
     subscriber.products.set(chosen)
+    return subscriber
+
+
+@transaction.atomic
+def subscriber_set_language(*, subscriber: Subscriber, language: str) -> Subscriber:
+    """The language of the subscriber's emails (staff, from the admin or the API)."""
+    language = clean_language(language)
+    subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    if subscriber.language != language:
+        subscriber.language = language
+        subscriber.save(update_fields=["language", "updated_at"])
     return subscriber
 
 

@@ -14,10 +14,11 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
+from core.i18n import supported_language
 from incidents import selectors as incident_selectors
 from subscriptions import ical, ratelimit, selectors, services
 from subscriptions.action_items import today_local
@@ -91,6 +92,9 @@ def subscribe(request: HttpRequest) -> HttpResponse:
                     all_products=form.all_products,
                     products=form.cleaned_data.get("products") or [],
                     payload_format=form.cleaned_data.get("payload_format") or Subscriber.Format.NATIVE,
+                    # The page's language (its URL prefix or the visitor's choice) is
+                    # the language of the emails.
+                    language=supported_language(translation.get_language()),
                 )
         except ValidationError as exc:
             _form_errors_from(form, exc)
@@ -144,6 +148,7 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
                     subscriber=subscriber,
                     all_products=form.all_products,
                     products=form.cleaned_data.get("products") or [],
+                    language=form.cleaned_data.get("language") or None,
                 )
             except ValidationError as exc:
                 _form_errors_from(form, exc)
@@ -155,6 +160,7 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
             initial={
                 "scope": "all" if subscriber.all_products else "some",
                 "products": list(subscriber.products.all()),
+                "language": subscriber.language,
             }
         )
     return render(

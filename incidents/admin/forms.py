@@ -159,7 +159,7 @@ class LocationAdminForm(forms.ModelForm):
 def _status_choices(incident: Incident) -> list[tuple[str, str]]:
     allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
     # Postmortem comes only from publishing the report.
-    return [(s.value, s.label) for s in allowed if s != Status.POSTMORTEM]
+    return [(s.value, str(s.label)) for s in allowed if s != Status.POSTMORTEM]
 
 
 class PostUpdateForm(forms.Form):

@@ -103,7 +103,10 @@ class ReportStateFilter(admin.SimpleListFilter):
     parameter_name = "report"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("none", "No report"), *IncidentReport.Status.choices]
+        return [
+            ("none", "No report"),
+            *((value, str(label)) for value, label in IncidentReport.Status.choices),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()

@@ -240,6 +240,7 @@ def test_it_cancels_from_the_admin_and_refuses_bad_names(staff_client, gmail_set
             "policy": policy.pk,
             "sla_eligible": "on",
             "currency": "USD",
+            "language": "en",
             "entitlements-TOTAL_FORMS": "0",
             "entitlements-INITIAL_FORMS": "0",
         },
@@ -262,6 +263,7 @@ def test_it_saves_customers_and_policies_from_the_admin_through_the_services(
             "policy": policy.pk,
             "sla_eligible": "on",
             "currency": "eur",
+            "language": "fr",
             "entitlements-TOTAL_FORMS": "1",
             "entitlements-INITIAL_FORMS": "0",
             "entitlements-0-product": gmail.pk,
@@ -270,6 +272,7 @@ def test_it_saves_customers_and_policies_from_the_admin_through_the_services(
     assert response.status_code == 302
     globex = Customer.objects.get(name="Globex")
     assert globex.currency == "EUR"  # the service's normalisation, not the form's
+    assert globex.language == "fr"  # its letters are written in French
     assert [e.product for e in globex.entitlements.all()] == [gmail]
 
     fields = {
