@@ -76,15 +76,12 @@ def _classify_smtp_code(code: int, error: str) -> Result:
 def build_email(message: OutboundMessage) -> EmailMultiAlternatives:
     headers: dict[str, Any] = dict(message.headers or {})
     headers["Message-ID"] = message.message_id
+    subject, text, html = message.content()
     email = EmailMultiAlternatives(
-        subject=message.subject,
-        body=message.body_text,
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=list(message.to),
-        headers=headers,
+        subject=subject, body=text, from_email=settings.DEFAULT_FROM_EMAIL, to=list(message.to), headers=headers
     )
-    if message.body_html:
-        email.attach_alternative(message.body_html, "text/html")
+    if html:
+        email.attach_alternative(html, "text/html")
     return email
 
 

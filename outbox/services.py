@@ -30,6 +30,7 @@ with the same Message-ID.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import random
@@ -47,6 +48,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core import bulk
 from outbox import conf, delivery
 from outbox.models import (
     AttemptOutcome,
@@ -54,6 +56,7 @@ from outbox.models import (
     CircuitState,
     DeliveryAttempt,
     Destination,
+    MessageBody,
     MessageState,
     OutboundMessage,
 )
@@ -293,6 +296,36 @@ class EmailSpec:
 
 
 @dataclass(frozen=True)
+class SharedBody:
+    """An email rendered once for many recipients, with stand-ins (`fills` keys) in it."""
+
+    subject: str
+    text: str
+    html: str = ""
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256("\0".join((self.subject, self.text, self.html)).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SharedEmailSpec:
+    """One email whose subject and bodies are a `SharedBody`, stored once for all of them.
+
+    `fills` maps each stand-in to this recipient's value: put in as given in the subject
+    and text, HTML-escaped in the HTML (exactly what a template's autoescape would do).
+    """
+
+    key: str
+    to: list[str]
+    body: SharedBody
+    fills: dict[str, str] = dataclasses.field(default_factory=dict)
+    headers: dict[str, str] | None = None
+    purpose: str = ""
+    ref: str = ""
+
+
+@dataclass(frozen=True)
 class WebhookSpec:
     key: str
     url: str
@@ -302,19 +335,115 @@ class WebhookSpec:
     ref: str = ""
 
 
-def messages_enqueue_many(specs: Iterable[EmailSpec | WebhookSpec]) -> list[str]:
-    """Queue many messages with a few multi-row INSERTs; returns their keys.
+AnySpec = EmailSpec | SharedEmailSpec | WebhookSpec
+
+# The columns messages_enqueue_many writes, in this order.
+_COLUMNS = (
+    "channel",
+    "idempotency_key",
+    "purpose",
+    "ref",
+    "destination",
+    "to",
+    "subject",
+    "body_text",
+    "body_html",
+    "body_id",
+    "fills",
+    "headers",
+    "message_id",
+    "url",
+    "payload",
+    "secret",
+    "state",
+    "attempts",
+    "ambiguous_count",
+    "max_attempts",
+    "next_attempt_at",
+    "last_error",
+    "handlers_pending",
+    "created_at",
+    "updated_at",
+)
+
+
+def _clean_shared_body(body: SharedBody, fills: dict[str, str]) -> None:
+    if not body.subject.strip():
+        raise ValidationError({"subject": "A subject is required."})
+    if not body.text.strip():
+        raise ValidationError({"text": "A plain-text body is required."})
+    for mark, value in fills.items():
+        if not isinstance(mark, str) or not mark or not isinstance(value, str):
+            raise ValidationError({"fills": "Stand-ins and their values must be text."})
+        if mark in body.subject:
+            subject = body.subject.replace(mark, value)
+            _refuse_control_chars(subject, field="subject")
+            if len(subject) > 998:
+                raise ValidationError({"subject": "The subject is too long."})
+    _refuse_control_chars(body.subject, field="subject")
+    if len(body.subject) > 998:
+        raise ValidationError({"subject": "The subject is too long."})
+
+
+def _store_bodies(bodies: Iterable[SharedBody], now: datetime) -> dict[str, int]:
+    """The id of each body's row by digest, inserting the ones not stored yet."""
+    by_digest = {body.digest: body for body in bodies}
+    if not by_digest:
+        return {}
+    bulk.bulk_insert(
+        MessageBody,
+        ("digest", "subject", "text", "html", "created_at"),
+        [(d, b.subject, b.text, b.html, now) for d, b in by_digest.items()],
+        ignore_conflicts=True,
+    )
+    return dict(MessageBody.objects.filter(digest__in=by_digest).values_list("digest", "pk"))
+
+
+def messages_enqueue_many(specs: Iterable[AnySpec]) -> list[str]:
+    """Queue many messages, one INSERT statement per few thousand; returns their keys.
 
     Idempotent per key like `email_enqueue`: a key that exists already is skipped (the
     unique constraint decides, so two concurrent callers still queue each key once).
-    Every spec is validated first; one bad spec refuses the whole call.
+    Every spec is validated first; one bad spec refuses the whole call. Shared bodies are
+    stored once (by digest) however many messages use them.
     """
     now = timezone.now()
     budget = conf.max_attempts()
-    rows: list[OutboundMessage] = []
+    specs = list(specs)
+    email_destination = delivery.email_destination()
+    bodies: dict[int, SharedBody] = {}
+    for spec in specs:
+        if isinstance(spec, SharedEmailSpec) and id(spec.body) not in bodies:
+            bodies[id(spec.body)] = spec.body
+    digests = {key: body.digest for key, body in bodies.items()}
+    checked: set[tuple[int, tuple[str, ...]]] = set()
+    rows: list[tuple[Any, ...]] = []
+    keys: list[str] = []
+    destinations: set[str] = set()
     for spec in specs:
         key = _clean_key(spec.key)
-        if isinstance(spec, EmailSpec):
+        body_digest: str | None = None
+        fills: dict[str, str] = {}
+        if isinstance(spec, SharedEmailSpec):
+            fills = dict(spec.fills)
+            # The body's checks depend only on it and on which stand-ins fill the subject.
+            sig = (id(spec.body), tuple(v for m, v in fills.items() if m in spec.body.subject))
+            if sig not in checked:
+                _clean_shared_body(spec.body, fills)
+                checked.add(sig)
+            body_digest = digests[id(spec.body)]
+            fields: dict[str, Any] = {
+                "channel": Channel.EMAIL,
+                "destination": email_destination,
+                "to": clean_addresses(spec.to),
+                "subject": "",
+                "body_text": "",
+                "body_html": "",
+                "headers": _clean_headers(spec.headers),
+                "purpose": spec.purpose,
+                "ref": spec.ref,
+            }
+        elif isinstance(spec, EmailSpec):
             fields = _email_fields(
                 to=spec.to,
                 subject=spec.subject,
@@ -328,23 +457,49 @@ def messages_enqueue_many(specs: Iterable[EmailSpec | WebhookSpec]) -> list[str]
             fields = _webhook_fields(
                 url=spec.url, payload=spec.payload, secret=spec.secret, purpose=spec.purpose, ref=spec.ref
             )
+        destinations.add(fields["destination"])
+        keys.append(key)
         rows.append(
-            OutboundMessage(
-                idempotency_key=key,
-                message_id=message_id_for(key),
-                max_attempts=budget,
-                next_attempt_at=now,
-                created_at=now,
-                updated_at=now,
-                **fields,
+            (
+                fields["channel"],
+                key,
+                fields["purpose"],
+                fields["ref"],
+                fields["destination"],
+                fields.get("to", []),
+                fields.get("subject", ""),
+                fields.get("body_text", ""),
+                fields.get("body_html", ""),
+                body_digest,  # the id once the bodies are stored
+                fills,
+                fields.get("headers", {}),
+                message_id_for(key),
+                fields.get("url", ""),
+                fields.get("payload"),
+                fields.get("secret", ""),
+                MessageState.PENDING,
+                0,
+                0,
+                budget,
+                now,
+                "",
+                False,
+                now,
+                now,
             )
         )
     if not rows:
         return []
-    OutboundMessage.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
-    for destination in {row.destination for row in rows}:
+    body_ids = _store_bodies(bodies.values(), now)
+    body_at = _COLUMNS.index("body_id")
+    rows = [
+        row if row[body_at] is None else (*row[:body_at], body_ids[row[body_at]], *row[body_at + 1 :])
+        for row in rows
+    ]
+    bulk.bulk_insert(OutboundMessage, _COLUMNS, rows, ignore_conflicts=True)
+    for destination in destinations:
         _kick_on_commit(destination)
-    return [row.idempotency_key for row in rows]
+    return keys
 
 
 # --- Kicks: "deliver this destination" tasks, at most one waiting per destination ---------------
@@ -638,6 +793,11 @@ def messages_claim(
             return []
         by_pk = OutboundMessage.objects.in_bulk(picked)
         rows = [by_pk[pk] for pk in picked]
+        # Shared bodies once each, not once per row (a batch is usually one letter).
+        bodies = MessageBody.objects.in_bulk({row.body_id for row in rows if row.body_id is not None})
+        for row in rows:
+            if row.body_id is not None:
+                row.body = bodies[row.body_id]
         # An attempt left 'started' by a killed worker is now known to be lost.
         DeliveryAttempt.objects.filter(message_id__in=picked, outcome=AttemptOutcome.STARTED).update(
             outcome=AttemptOutcome.LOST, finished_at=now, error="worker lost before recording an outcome"
