@@ -152,9 +152,9 @@ def bulk_insert(
                 cursor.execute(sql, params)
                 inserted += cursor.rowcount
         else:
-            verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
             marks = ", ".join("%s" for _ in cols)
-            sql = f"{verb} INTO {table} ({names}) VALUES ({marks})"
+            # ON CONFLICT, not INSERT OR IGNORE: that would skip NOT NULL violations too.
+            sql = f"INSERT INTO {table} ({names}) VALUES ({marks}){conflict}"  # noqa: S608 - quoted names from the model; values are parameters
             for part in _chunks(rows, chunk):
                 cursor.executemany(sql, _portable(cols, part))
                 inserted += max(cursor.rowcount, 0)

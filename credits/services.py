@@ -487,7 +487,8 @@ def credits_approve_and_send(
     notices), so approving 10,000 notices costs a few dozen statements, not 50,000.
     """
     if isinstance(notices, QuerySet):
-        ids = sorted(set(notices.values_list("pk", flat=True)))
+        # order_by(): the default ordering joins the customer to sort by name.
+        ids = sorted(set(notices.order_by().values_list("pk", flat=True)))
     else:
         ids = sorted({n.pk for n in notices})
     if not confirmed:
