@@ -107,7 +107,7 @@ def _envelope(email: EmailMultiAlternatives) -> tuple[str, list[str], bytes]:
 _TO_MARK = "to-7c1f3a9e@outbox.invalid"
 _ID_MARK = "<id-7c1f3a9e@outbox.invalid>"
 _DATE_MARK = b"date-7c1f3a9e"
-_DATE_LINE = re.compile(rb"^Date: [^\r\n]*$", re.MULTILINE)
+_DATE_LINE = re.compile(rb"^Date: [^\r\n]*", re.MULTILINE)
 # Header lines the generator would fold (compat32 folds above 78 characters).
 _FOLD_AT = 78
 # RFC 5322's line limit; above it Django switches the part to quoted-printable.

@@ -62,14 +62,32 @@ def test_it_stores_one_body_for_alike_emails_and_fills_each() -> None:
     assert all(m.subject == m.body_text == m.body_html == "" for m in messages.values())
 
 
+UTF8_BODY = services.SharedBody(
+    subject="Votre crédit SLA", text=f"Chère {MARK},\n\nTrois jours.\n", html=f"<p>Chère {MARK},</p>"
+)
+
+
 def test_it_builds_the_same_bytes_as_django_but_the_boundary() -> None:
-    services.messages_enqueue_many([_spec(i, name) for i, name in enumerate(NAMES)])
+    services.messages_enqueue_many(
+        [_spec(i, name) for i, name in enumerate(NAMES)]
+        + [_spec(10 + i, name, body=UTF8_BODY) for i, name in enumerate(NAMES)]
+    )
+    shortcuts = 0
     for message in OutboundMessage.objects.select_related("body"):
+        letter = delivery._letter(message)
+        assert letter is not None
+        name = message.fills[MARK]
+        built = delivery._fill_letter(letter, message)
+        # A non-ASCII name in an all-ASCII (7bit) letter would change its encoding:
+        # Django builds that one.
+        assert (built is not None) == (name.isascii() or message.body.text != BODY.text)  # type: ignore[union-attr]
+        shortcuts += built is not None
         fast = delivery.email_bytes(message)
         slow = delivery._envelope(delivery.build_email(message))
         assert fast[0] == slow[0] and fast[1] == slow[1]
         assert _boundaryless(fast[2]) == _boundaryless(slow[2])
         assert message.message_id.encode() in fast[2]
+    assert shortcuts == 2 * len(NAMES) - 1
 
 
 def test_it_falls_back_to_django_where_the_shortcut_would_differ() -> None:
