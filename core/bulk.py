@@ -136,9 +136,9 @@ def bulk_insert(
     """
     if not rows:
         return 0
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = connection.ops.quote_name(str(model._meta.db_table))
     cols = _columns(model, fields)
-    names = ", ".join(connection.ops.quote_name(f.column) for f in cols)
+    names = ", ".join(connection.ops.quote_name(str(f.column)) for f in cols)
     conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     inserted = 0
     with connection.cursor() as cursor:
@@ -176,25 +176,25 @@ def bulk_update(
     """
     if not rows:
         return 0
-    table = connection.ops.quote_name(model._meta.db_table)
+    table = connection.ops.quote_name(str(model._meta.db_table))
     key_field = model._meta.pk if key == "pk" else model._meta.get_field(key)
     assert isinstance(key_field, models.Field)
     cols = [key_field, *_columns(model, fields)]
-    key_column = connection.ops.quote_name(key_field.column)
+    key_column = connection.ops.quote_name(str(key_field.column))
     updated = 0
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             for part in _chunks(rows, chunk):
                 exprs, unnest, params = _sources(cols, part)
                 sets = ", ".join(
-                    f"{connection.ops.quote_name(f.column)} = {expr}"
+                    f"{connection.ops.quote_name(str(f.column))} = {expr}"
                     for f, expr in zip(cols[1:], exprs[1:], strict=True)
                 )
                 sql = f"UPDATE {table} SET {sets} FROM {unnest} WHERE {table}.{key_column} = u.c0"  # noqa: S608 - quoted names from the model; values are parameters
                 cursor.execute(sql, params)
                 updated += cursor.rowcount
         else:
-            sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in cols[1:])
+            sets = ", ".join(f"{connection.ops.quote_name(str(f.column))} = %s" for f in cols[1:])
             sql = f"UPDATE {table} SET {sets} WHERE {key_column} = %s"  # noqa: S608 - quoted names from the model; values are parameters
             for part in _chunks(rows, chunk):
                 cursor.executemany(sql, [(*row[1:], row[0]) for row in _portable(cols, part)])

@@ -512,7 +512,7 @@ def _cached(queryset: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
     # A queryset that already holds its rows, as prefetch_related leaves one: iterating
     # it costs nothing, and anything else (values_list, filter) queries as it says.
     queryset._result_cache = rows
-    queryset._prefetch_done = True
+    queryset._prefetch_done = True  # type: ignore[attr-defined]
     return queryset
 
 
@@ -552,12 +552,13 @@ def _lock_chunk(chunk: list[int]) -> list[CreditNotice]:
             named[ids] = _cached(
                 Incident.objects.filter(pk__in=ids).order_by("started_at", "id"), [incidents[i] for i in ids]
             )
-        notice._prefetched_objects_cache = {"incidents": named[ids]}
+        notice._prefetched_objects_cache = {"incidents": named[ids]}  # type: ignore[attr-defined]
         # A list, not a queryset per customer (building 5,000 filtered querysets cost
         # more than everything else here): the renderer only iterates
         # `customer.entitlements.all()`; anything else on it fails loudly, never queries
         # the wrong rows.
-        notice.customer._prefetched_objects_cache = {"entitlements": entitlements.get(notice.customer_id, [])}
+        customer: Any = notice.customer
+        customer._prefetched_objects_cache = {"entitlements": entitlements.get(notice.customer_id, [])}
     return rows
 
 

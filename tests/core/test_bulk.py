@@ -21,7 +21,16 @@ AWKWARD = [
     "comma, and 'single' quotes",
 ]
 
-FIELDS = ("idempotency_key", "channel", "destination", "to", "subject", "headers", "fills", "payload")
+FIELDS: tuple[str, ...] = (
+    "idempotency_key",
+    "channel",
+    "destination",
+    "to",
+    "subject",
+    "headers",
+    "fills",
+    "payload",
+)
 FIELDS += ("max_attempts", "next_attempt_at", "handlers_pending", "created_at", "updated_at", "message_id")
 # No defaults: every NOT NULL column is given.
 FIELDS += (
@@ -39,7 +48,7 @@ FIELDS += ("last_error", "body_id")
 
 
 def _rows(now: datetime) -> list[tuple[object, ...]]:
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for i, text in enumerate(AWKWARD):
         rows.append(
             (
