@@ -8,6 +8,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core import bulk
 from credits.models import AuditAction, CreditAuditEntry, CreditNotice
 
 
@@ -38,4 +39,21 @@ def audit_record(
         notice=notice,
         count=count,
         detail=detail[:2000],
+    )
+
+
+def audit_record_many(
+    *, action: str, actor: Any = None, via: str = "", notices: list[tuple[CreditNotice, str]]
+) -> int:
+    """One row per (notice, detail), written in one statement: a send of 10,000 notices
+    logs each of them without 10,000 INSERTs."""
+    user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+    now, label, action = timezone.now(), _label(actor), AuditAction(action)
+    return bulk.bulk_insert(
+        CreditAuditEntry,
+        ("at", "actor_id", "actor_label", "via", "action", "period", "notice_id", "count", "detail"),
+        [
+            (now, user.pk if user else None, label, via, action, notice.period, notice.pk, 1, detail[:2000])
+            for notice, detail in notices
+        ],
     )

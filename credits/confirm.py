@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from credits import services
-from credits.audit import audit_record
+from credits.audit import audit_record, audit_record_many
 from credits.models import AuditAction, CreditNotice, NoticeState
 
 SALT = "credits.confirm.v1"
@@ -138,17 +138,17 @@ def credits_send_confirmed(*, token: str, actor: Any, via: str) -> services.Send
         ids = confirmed_ids(token)
         notices = list(CreditNotice.objects.filter(pk__in=ids).select_related("customer"))
         summary = services.credits_approve_and_send(notices=notices, actor=actor, confirmed=True)
+        entries = []
         for notice in notices:
             amount = f" ({notice.customer.currency} {notice.credit_amount})" if notice.credit_amount else ""
-            audit_record(
-                action=AuditAction.APPROVED,
-                actor=actor,
-                via=via,
-                notice=notice,
-                count=1,
-                detail=f"{notice.customer.name}: {notice.credit.normalize():f} {notice.unit}{amount}"
-                f" to {', '.join(notice.customer.billing_emails)}",
+            entries.append(
+                (
+                    notice,
+                    f"{notice.customer.name}: {notice.credit.normalize():f} {notice.unit}{amount}"
+                    f" to {', '.join(notice.customer.billing_emails)}",
+                )
             )
+        audit_record_many(action=AuditAction.APPROVED, actor=actor, via=via, notices=entries)
     return summary
 
 

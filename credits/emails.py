@@ -213,7 +213,10 @@ class CreditNoticeRenderer:
             entitlements,
         )
 
-    def render(self, notice: CreditNotice) -> tuple[str, str, str]:
+    def shared(self, notice: CreditNotice) -> tuple[tuple[str, str, str], dict[str, str]] | None:
+        """The letter with a stand-in for the name, and {stand-in: name}; the same tuple
+        for every alike notice (so an outbox shared body is stored once). None when the
+        name would be in the subject (rendered per notice then)."""
         shape = self._shape(notice)
         shared = self._memo.get(shape)
         if shared is None:
@@ -226,11 +229,17 @@ class CreditNoticeRenderer:
                     render_to_string(HTML, stand_in),
                 )
             self._memo[shape] = shared
-        name = notice.customer.name
-        subject, text, html = shared
-        if _NAME_MARK in subject:
+        if _NAME_MARK in shared[0]:
+            return None
+        return shared, {_NAME_MARK: notice.customer.name}
+
+    def render(self, notice: CreditNotice) -> tuple[str, str, str]:
+        parts = self.shared(notice)
+        if parts is None:
             # Not used by today's subject; rendered per notice should it ever be.
             return render_credit_notice(notice)
+        (subject, text, html), _ = parts
+        name = notice.customer.name
         return subject, text.replace(_NAME_MARK, name), html.replace(_NAME_MARK, str(escape(name)))
 
 

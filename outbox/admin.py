@@ -29,7 +29,7 @@ class OutboundMessageAdmin(admin.ModelAdmin):
         "channel",
         "purpose",
         "target",
-        "subject",
+        "subject_line",
         "state",
         "attempts",
         "ambiguous_count",
@@ -39,7 +39,8 @@ class OutboundMessageAdmin(admin.ModelAdmin):
     )
     # state "Needs review": the connection dropped after the whole message was sent, twice.
     list_filter = ("state", "channel", "purpose", "destination")
-    search_fields = ("idempotency_key", "ref", "subject", "url", "message_id", "to")
+    search_fields = ("idempotency_key", "ref", "subject", "body__subject", "url", "message_id", "to")
+    list_select_related = ("body",)
     date_hierarchy = "created_at"
     inlines = [DeliveryAttemptInline]
     actions = ["retry_messages", "cancel_messages", "confirm_delivered"]
@@ -55,6 +56,11 @@ class OutboundMessageAdmin(admin.ModelAdmin):
     @admin.display(description="to / url")
     def target(self, obj: OutboundMessage) -> str:
         return ", ".join(obj.to) if obj.channel == OutboundMessage.Channel.EMAIL else obj.url
+
+    @admin.display(description="subject")
+    def subject_line(self, obj: OutboundMessage) -> str:
+        # A shared body's subject, its stand-ins filled in for this message.
+        return obj.content()[0] if obj.channel == OutboundMessage.Channel.EMAIL else ""
 
     @admin.display(description="last error")
     def last_error_short(self, obj: OutboundMessage) -> str:

@@ -23,6 +23,7 @@ import hmac
 import http.client
 import ipaddress
 import json
+import re
 import smtplib
 import socket
 import ssl
@@ -30,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -37,6 +39,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import sanitize_address
 from django.core.mail.utils import DNS_NAME
+from django.utils.html import escape
 
 from outbox import conf
 
@@ -76,15 +79,16 @@ def _classify_smtp_code(code: int, error: str) -> Result:
 def build_email(message: OutboundMessage) -> EmailMultiAlternatives:
     headers: dict[str, Any] = dict(message.headers or {})
     headers["Message-ID"] = message.message_id
+    subject, text, html = message.content()
     email = EmailMultiAlternatives(
-        subject=message.subject,
-        body=message.body_text,
+        subject=subject,
+        body=text,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=list(message.to),
         headers=headers,
     )
-    if message.body_html:
-        email.attach_alternative(message.body_html, "text/html")
+    if html:
+        email.attach_alternative(html, "text/html")
     return email
 
 
@@ -94,6 +98,141 @@ def _envelope(email: EmailMultiAlternatives) -> tuple[str, list[str], bytes]:
     from_email = sanitize_address(email.from_email, encoding)
     recipients = [sanitize_address(addr, encoding) for addr in email.recipients()]
     return from_email, recipients, email.message().as_bytes(linesep="\r\n")  # type: ignore[call-arg]
+
+
+# --- Shared bodies: the bytes built once per letter, not once per message ----------------------
+
+# Stand-ins for what differs per message in a letter's headers (letters, digits, dots:
+# nothing an encoder would touch).
+_TO_MARK = "to-7c1f3a9e@outbox.invalid"
+_ID_MARK = "<id-7c1f3a9e@outbox.invalid>"
+_DATE_MARK = b"date-7c1f3a9e"
+_DATE_LINE = re.compile(rb"^Date: [^\r\n]*", re.MULTILINE)
+# Header lines the generator would fold (compat32 folds above 78 characters).
+_FOLD_AT = 78
+# RFC 5322's line limit; above it Django switches the part to quoted-printable.
+_LINE_LIMIT = 998
+
+
+@dataclass(frozen=True)
+class _Letter:
+    """A shared body's email as Django builds it, with stand-ins where messages differ."""
+
+    from_email: str
+    head: bytes  # the header block, To / Date / Message-ID as stand-ins
+    text: bytes  # the body up to the HTML part: fills go in as given
+    html: bytes  # the HTML part (may be empty): fills go in escaped
+    eight_bit: bool  # every part is 8bit: any UTF-8 value may go in
+    longest: int  # the longest body line
+    marks: frozenset[str]  # the stand-ins checked to appear as they are
+
+
+_letters: dict[tuple[Any, ...], _Letter | None] = {}
+
+
+def _letter(message: OutboundMessage) -> _Letter | None:
+    body = message.body
+    assert body is not None
+    key = (
+        body.pk,
+        body.digest,
+        settings.DEFAULT_FROM_EMAIL,
+        settings.DEFAULT_CHARSET,
+        settings.EMAIL_USE_LOCALTIME,
+    )
+    if key in _letters:
+        return _letters[key]
+    if len(_letters) > 256:
+        _letters.clear()
+    letter: _Letter | None = None
+    email = EmailMultiAlternatives(
+        subject=body.subject,
+        body=body.text,
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        to=[_TO_MARK],
+        headers={"Message-ID": _ID_MARK},
+    )
+    if body.html:
+        email.attach_alternative(body.html, "text/html")
+    from_email, _, raw = _envelope(email)
+    head, sep, rest = raw.partition(b"\r\n\r\n")
+    head = _DATE_LINE.sub(b"Date: " + _DATE_MARK, head, count=1)
+    at = rest.find(b"Content-Type: text/html") if body.html else -1
+    text, html = (rest[:at], rest[at:]) if at >= 0 else (rest, b"")
+    parts = 2 if body.html else 1
+    fills_in_body = all(
+        # Not re-encoded (quoted-printable or base64 would split or hide a stand-in).
+        rest.count(mark.encode()) == body.text.count(mark) + body.html.count(mark)
+        for mark in (message.fills or {})
+    )
+    if (
+        sep
+        and head.count(_TO_MARK.encode()) == 1
+        and head.count(_ID_MARK.encode()) == 1
+        and head.count(_DATE_MARK) == 1
+        and not any(mark in body.subject for mark in (message.fills or {}))
+        and fills_in_body
+    ):
+        letter = _Letter(
+            from_email=from_email,
+            head=head + sep,
+            text=text,
+            html=html,
+            eight_bit=rest.count(b"Content-Transfer-Encoding: 8bit") == parts,
+            longest=max((len(line) for line in rest.split(b"\r\n")), default=0),
+            marks=frozenset(message.fills or {}),
+        )
+    _letters[key] = letter
+    return letter
+
+
+def email_bytes(message: OutboundMessage) -> tuple[str, list[str], bytes]:
+    """(from, recipients, the message's bytes) as sent.
+
+    A message on a shared body is built from that body's bytes, made once per process,
+    with its own To, Date, Message-ID and fills put in: the same bytes Django would
+    build but for the MIME boundary. Anything the shortcut cannot reproduce exactly (long
+    or non-ASCII header values, a value that would need re-encoding, extra headers) goes
+    through Django's EmailMessage as before.
+    """
+    if message.body_id is not None and not message.headers:
+        letter = _letter(message)
+        if letter is not None:
+            built = _fill_letter(letter, message)
+            if built is not None:
+                return built
+    return _envelope(build_email(message))
+
+
+def _fill_letter(letter: _Letter, message: OutboundMessage) -> tuple[str, list[str], bytes] | None:
+    if not letter.marks.issuperset(message.fills or {}):
+        return None
+    to = list(message.to)
+    to_line = ", ".join(to)
+    date = formatdate(localtime=settings.EMAIL_USE_LOCALTIME)
+    if (
+        not to_line.isascii()
+        or len("To: " + to_line) > _FOLD_AT
+        or len("Message-ID: " + message.message_id) > _FOLD_AT
+        or not message.message_id.isascii()
+    ):
+        return None
+    text, html = letter.text, letter.html
+    for mark, value in (message.fills or {}).items():
+        plain = value.encode()
+        escaped = str(escape(value)).encode()
+        if (not letter.eight_bit and not value.isascii()) or letter.longest + len(escaped) > _LINE_LIMIT:
+            return None
+        if "\r" in value or "\n" in value:
+            return None  # a line break would change line endings and lengths
+        text = text.replace(mark.encode(), plain)
+        html = html.replace(mark.encode(), escaped)
+    head = (
+        letter.head.replace(_TO_MARK.encode(), to_line.encode())
+        .replace(_ID_MARK.encode(), message.message_id.encode())
+        .replace(_DATE_MARK, date.encode())
+    )
+    return letter.from_email, to, head + text + html
 
 
 # --- SMTP -------------------------------------------------------------------------------------
@@ -252,7 +391,7 @@ def send_email_batch(
     for index, message in enumerate(messages):
         if index and deadline is not None and time.monotonic() > deadline:
             return results
-        envelope = _envelope(build_email(message))
+        envelope = email_bytes(message)
         for try_number in (1, 2):
             if session is None:
                 try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models import Q
+from django.utils.html import escape
 
 
 class Channel(models.TextChoices):
@@ -48,6 +49,27 @@ class CircuitState(models.TextChoices):
     HALF_OPEN = "half_open", "Half-open (one probe)"
 
 
+class MessageBody(models.Model):
+    """An email's subject and bodies, stored once for every message that shares them.
+
+    A credit run mails thousands of alike letters that differ only in a name: each
+    message points at one shared body and carries its own `fills` (stand-in -> value),
+    put in when the email is built, so the letter is stored once, not once per customer.
+    """
+
+    digest = models.CharField(max_length=64, unique=True, help_text="sha256 of subject, text and HTML.")
+    subject = models.CharField(max_length=998)
+    text = models.TextField()
+    html = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.subject
+
+
 FINAL_STATES = (MessageState.SENT, MessageState.FAILED, MessageState.CANCELLED, MessageState.REVIEW)
 
 
@@ -68,6 +90,10 @@ class OutboundMessage(models.Model):
     subject = models.CharField(max_length=998, blank=True)
     body_text = models.TextField(blank=True)
     body_html = models.TextField(blank=True)
+    # Or a shared body (then subject and the bodies above stay empty) and what to put in
+    # for its stand-ins: in the subject and text as given, in the HTML escaped.
+    body = models.ForeignKey(MessageBody, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    fills = models.JSONField(default=dict, blank=True)
     headers = models.JSONField(default=dict, blank=True)
     message_id = models.CharField(max_length=255, blank=True)
     # Webhook
@@ -127,6 +153,22 @@ class OutboundMessage(models.Model):
     @property
     def is_final(self) -> bool:
         return self.state in FINAL_STATES
+
+    def content(self) -> tuple[str, str, str]:
+        """(subject, text, html) as sent: the own fields, or the shared body filled in.
+
+        Reads `body` (one query unless the caller loaded it, as the batch claim does).
+        """
+        if self.body_id is None:
+            return self.subject, self.body_text, self.body_html
+        body = self.body
+        assert body is not None
+        subject, text, html = body.subject, body.text, body.html
+        for mark, value in (self.fills or {}).items():
+            subject = subject.replace(mark, value)
+            text = text.replace(mark, value)
+            html = html.replace(mark, str(escape(value)))
+        return subject, text, html
 
 
 class DeliveryAttempt(models.Model):

@@ -177,7 +177,7 @@ def test_the_claim_deadline_follows_the_sending_day(
     assert notice.claim_deadline == today + timedelta(days=30)
     assert notice.claim_deadline > today  # an October letter sent in December is not already past
     message = OutboundMessage.objects.get(pk=notice.message_id)
-    assert notice.claim_deadline.isoformat() in message.body_text
+    assert notice.claim_deadline.isoformat() in message.content()[1]
 
 
 def _plan(ids: list[int]) -> Any:
