@@ -117,7 +117,8 @@ def test_the_childs_cpu_deadline_refuses_what_the_estimate_misses(monkeypatch: p
     assert str(outcome) == (
         "This text takes too long to render (over 200 ms); simplify its formatting or split it."
     )
-    assert 0.2 <= child < 0.2 + FORK_ALLOWANCE, child
+    # Stopped at its budget (rusage counts in clock ticks, hence the 20 ms below it).
+    assert 0.18 <= child < 0.2 + FORK_ALLOWANCE, child
 
 
 def _spin(seconds: float) -> None:
