@@ -274,7 +274,9 @@ def test_it_refuses_a_level_change_before_the_window_began(
     assert incident.windows.count() == 2 and incident.updates.count() == 1
 
 
-def test_it_shows_why_a_pathological_message_is_refused(staff_client: Client, catalogue: dict[str, Any]) -> None:
+def test_it_shows_why_a_pathological_message_is_refused(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
     incident = _incident(catalogue)
     gmail, storage = catalogue["gmail"], catalogue["storage"]
     response = post(
