@@ -104,8 +104,9 @@ def _open_depth(text: str) -> int:
 # of CPU, measured with our extensions on a warm process (see bench/markdown_bench.py
 # --calibrate, and bench/README.md for the figures). A text whose estimate is over
 # RENDER_BUDGET_MS is refused before it is rendered, naming what costs the most. The
-# estimate is deliberately on the high side: a miss only means the child's CPU deadline
-# refuses the text a little later.
+# prices are on the high side for every pathological shape measured; nested lists with
+# emphasis run up to a third over (bench/README.md), which the child's CPU deadline
+# (twice the budget) absorbs, and a shape nobody measured meets that deadline.
 
 RENDER_BUDGET_MS = 100.0
 # Limits that are not about time: definition lists recurse once per consecutive `: `
