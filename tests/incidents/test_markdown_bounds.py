@@ -117,8 +117,10 @@ def test_the_childs_cpu_deadline_refuses_what_the_estimate_misses(monkeypatch: p
     assert str(outcome) == (
         "This text takes too long to render (over 200 ms); simplify its formatting or split it."
     )
-    # Stopped at its budget (rusage counts in clock ticks, hence the 20 ms below it).
-    assert 0.18 <= child < 0.2 + FORK_ALLOWANCE, child
+    # Stopped at its budget, not before (the message says it was the CPU deadline, not the
+    # wall-clock backstop). rusage and the timer both sample in clock ticks, and under heavy
+    # load they disagree by a few ticks (0.180 was seen at load 10): hence 0.15.
+    assert 0.15 <= child < 0.2 + FORK_ALLOWANCE, child
 
 
 def _spin(seconds: float) -> None:
