@@ -15,6 +15,8 @@ from django.db.models import Max, Prefetch, QuerySet
 from alerts.models import Alert
 from alerts.selectors import alerts_for_incident
 from credits.models import CreditNotice
+from edge.models import RenderProblem
+from edge.render_problems import render_problems_open
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
 from incidents.selectors import (
     ACTIVE_MAINTENANCE_STATUSES,
@@ -46,6 +48,9 @@ class NowPage:
     overdue: tuple[ActionItem, ...]
     credits_waiting: int
     stale_after: timedelta
+    # Public pages and feed entries that failed to render (readers got the last good
+    # copy or a degraded entry), newest first.
+    render_problems: tuple[RenderProblem, ...] = ()
 
 
 def stale_after() -> timedelta:
@@ -106,6 +111,7 @@ def now_page(*, now: datetime) -> NowPage:
         overdue=tuple(overdue[:50]),
         credits_waiting=CreditNotice.objects.filter(state=CreditNotice.State.COMPUTED).count(),
         stale_after=limit,
+        render_problems=tuple(render_problems_open()),
     )
 
 

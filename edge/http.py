@@ -35,13 +35,16 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, HttpResponseNotModified
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date
 
 from edge import guard
 from edge.deadline import run_with_budget
+from edge.models import RenderProblem
+from edge.render_problems import render_problem_clear, render_problem_record
 from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
@@ -234,6 +237,7 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
             with _inflight_lock:
                 _inflight.discard(digest)
         guard.note_database_ok()
+        render_problem_clear(kind=RenderProblem.Kind.PAGE, keys=[f"{prefix}:{digest}"])
         if key is not None:
             guard.cache_set(key, value, MEMO_TIMEOUT, store=store)
         guard.cache_set(last_key, (time.time(), value), 86400, store=store)
@@ -259,6 +263,20 @@ def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str 
     try:
         return future.result()
     except DatabaseError:
+        previous = guard.cache_get(last_key, store=store)
+        if previous is None:
+            raise
+        setattr(request, STALE_ATTRIBUTE, previous[0])
+        return previous[1]  # type: ignore[no-any-return]
+    except (Http404, PermissionDenied, guard.Unavailable):
+        raise
+    except Exception as exc:
+        # One entry that cannot be rendered must not take the read down: the older answer,
+        # marked stale, and a render problem for staff until it renders again.
+        logger.exception("could not build %s; answering the last good copy", request.path)
+        render_problem_record(
+            kind=RenderProblem.Kind.PAGE, key=f"{prefix}:{digest}", label=request.get_full_path(), error=exc
+        )
         previous = guard.cache_get(last_key, store=store)
         if previous is None:
             raise

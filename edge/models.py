@@ -23,3 +23,40 @@ class PublicStateStamp(models.Model):
 
     def __str__(self) -> str:
         return self.version
+
+
+class RenderProblem(models.Model):
+    """A public page or feed entry that failed to render, for staff to see.
+
+    The reader got the last good copy or a degraded entry (never a 500); this row is how
+    staff learn of it. One row per thing that failed (kind + key), counted, with the
+    first and the last time it was seen and the latest error; deleted when the same
+    thing renders fine again (edge/render_problems.py).
+    """
+
+    class Kind(models.TextChoices):
+        PAGE = "page", "Public page"
+        FEED_ENTRY = "feed_entry", "Feed entry"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # What failed: the page's cache name (one per URL variant), or the incident's public id
+    # for a feed entry.
+    key = models.CharField(max_length=200)
+    # What staff read: the path that was requested, or the incident's title.
+    label = models.CharField(max_length=300)
+    error = models.TextField()
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    count = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["-last_seen_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "key"], name="edge_render_problem_once"),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["page", "feed_entry"]), name="edge_render_problem_kind"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.label}: {self.error}"

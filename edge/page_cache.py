@@ -51,6 +51,8 @@ from edge import guard
 from edge.deadline import run_with_budget
 from edge.http import PUBLIC_CACHE_CONTROL, is_not_modified
 from edge.middleware import service_unavailable
+from edge.models import RenderProblem
+from edge.render_problems import render_problem_clear, render_problem_record
 from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
@@ -359,10 +361,16 @@ def public_page(
                 if fallback.status_code == 503:
                     raise  # DatabaseUnavailableMiddleware answers 503 + Retry-After
                 return fallback
-            except Exception:
+            except Exception as exc:
+                if isinstance(exc, Http404 | PermissionDenied | guard.Unavailable):
+                    raise
                 # One entry that cannot be rendered must not take the page down: serve the
-                # last good copy, marked stale, and tell staff in the log.
+                # last good copy, marked stale, and tell staff (the log, and a render
+                # problem on the console's Now page until the page renders again).
                 logger.exception("could not render %s; serving the last good copy", key_name)
+                render_problem_record(
+                    kind=RenderProblem.Kind.PAGE, key=key_name, label=request.get_full_path(), error=exc
+                )
                 previous = _previous(key_name, base_name)
                 if previous is None:
                     raise
@@ -480,6 +488,7 @@ def _rebuild(
     if response.status_code != 200:
         return response
     guard.note_database_ok()
+    render_problem_clear(kind=RenderProblem.Kind.PAGE, keys=[key_name])
     page = CachedPage.from_response(response)
     store = guard.pages_cache()
     guard.cache_set(key, page, settings.PUBLIC_CACHE_TTL, store=store)

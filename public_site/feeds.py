@@ -7,7 +7,9 @@ one sanitising function, so nothing raw from a user reaches a feed reader.
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib.syndication.views import Feed
@@ -18,12 +20,18 @@ from django.utils.dateformat import format as format_date
 from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
+from edge.models import RenderProblem
+from edge.render_problems import render_problem_clear, render_problem_record
 from incidents.markdown import stored_html
 from public_site import history as public_history
 from public_site import pages as public_selectors
 from public_site.history import FeedEntry
 
 logger = logging.getLogger(__name__)
+
+# The entries that rendered in the feed being built by this thread (a Feed instance is
+# shared by every request), so their render problems can be cleared in one go.
+_building = threading.local()
 
 
 class HistoryRssFeed(Feed):
@@ -57,13 +65,34 @@ class HistoryRssFeed(Feed):
 
     item_guid_is_permalink = False
 
-    def item_description(self, item: FeedEntry) -> str:
-        # One entry that cannot be described degrades to its title; the feed still answers.
+    def get_feed(self, obj: Any, request: HttpRequest) -> SyndicationFeed:
+        rendered: list[str] = []
+        _building.rendered = rendered
         try:
-            return self._description(item)
-        except Exception:
-            logger.exception("feed entry %s could not be rendered", item.incident.public_id)
+            return super().get_feed(obj, request)
+        finally:
+            del _building.rendered
+            render_problem_clear(kind=RenderProblem.Kind.FEED_ENTRY, keys=rendered)
+
+    def item_description(self, item: FeedEntry) -> str:
+        # One entry that cannot be described degrades to its title; the feed still answers,
+        # and staff see the problem on the console's Now page until the entry renders.
+        public_id = str(item.incident.public_id)
+        try:
+            description = self._description(item)
+        except Exception as exc:
+            logger.exception("feed entry %s could not be rendered", public_id)
+            render_problem_record(
+                kind=RenderProblem.Kind.FEED_ENTRY,
+                key=public_id,
+                label=f"{item.incident.title} ({public_id})",
+                error=exc,
+            )
             return format_html("<p>{}</p>", item.incident.title)
+        rendered = getattr(_building, "rendered", None)
+        if rendered is not None:
+            rendered.append(public_id)
+        return description
 
     def _description(self, item: FeedEntry) -> str:
         # Plain str: the feed generator escapes it into the XML as HTML text.

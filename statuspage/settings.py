@@ -613,9 +613,12 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
-# Markdown is rendered once, when staff write it; a text that takes longer than this
-# (seconds) to render is refused instead of stored.
-MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 1.0)
+# Markdown is rendered once, when staff write it. Text estimated to take over 100 ms is
+# refused before rendering; what is rendered runs in a child process that may use this
+# much CPU time (seconds, not wall time: load on the machine does not refuse a post)...
+MARKDOWN_RENDER_CPU_SECONDS = env_float("MARKDOWN_RENDER_CPU_SECONDS", 0.2)
+# ...and, as a backstop for a child that gets no CPU at all, this much wall time.
+MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 5.0)
 
 # --- SLA credits --------------------------------------------------------------------------------
 # Notices are computed in pages of this many customers (bounded memory on large runs).

@@ -185,6 +185,31 @@ def test_it_refuses_pathological_markdown_quickly_through_the_api(
     assert response.json()["error"]["fields"]["body"]
 
 
+@pytest.mark.parametrize(
+    ("shape", "says"),
+    [
+        ("headings", "too many headings, rules or fences with no blank line between them (16,384)"),
+        ("flat-list", "too many list items (16,384; at most about 1,428)"),
+        ("tall-table", "too many table cells"),
+        ("emphasis", "too many emphasis markers"),
+    ],
+)
+def test_it_names_the_field_and_the_cause_of_a_slow_markdown_body(
+    staff_api: Client, world: World, shape: str, says: str
+) -> None:
+    from tests.incidents.markdown_corpus import PATHOLOGICAL
+
+    url = f"/api/v1/incidents/{world.ongoing.public_id}/updates/"
+    before = IncidentUpdate.objects.count()
+    response = _json(staff_api, "post", url, {"status": "identified", "body": PATHOLOGICAL[shape]})
+    assert response.status_code == 400, response.content[:300]
+    (message,) = response.json()["error"]["fields"]["body"]
+    assert message.startswith("This text would take too long to render (about ")
+    assert says in message, message
+    assert IncidentUpdate.objects.count() == before
+    assert_public_pages_answer(world)
+
+
 def test_it_stores_the_rendered_html_beside_the_source(staff_api: Client, world: World) -> None:
     url = f"/api/v1/incidents/{world.ongoing.public_id}/updates/"
     response = _json(staff_api, "post", url, {"status": "identified", "body": "Routers **out of headroom**."})

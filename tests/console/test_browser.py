@@ -429,6 +429,42 @@ def test_no_console_page_scrolls_sideways_and_each_passes_the_accessibility_chec
         context.close()
 
 
+@pytest.mark.parametrize("viewport", list(WIDTHS))
+def test_it_shows_render_problems_on_the_now_page(
+    browser: Any, live_server: Any, staff: User, viewport: str
+) -> None:
+    from edge.models import RenderProblem
+    from edge.render_problems import render_problem_record
+
+    call_command("load_demo", stdout=open(os.devnull, "w"))  # noqa: SIM115
+    incident = Incident.objects.filter(status="postmortem").first()
+    assert incident is not None
+    for _ in range(3):
+        render_problem_record(
+            kind=RenderProblem.Kind.PAGE,
+            key="incident:test",
+            label=f"/incidents/{incident.public_id}/",
+            error=RuntimeError(
+                "Invalid block tag on line 42: 'endblock', expected 'endif'. Did you forget to register or load this tag?"
+            ),
+        )
+    render_problem_record(
+        kind=RenderProblem.Kind.FEED_ENTRY,
+        key=incident.public_id,
+        label=f"{incident.title} ({incident.public_id})",
+        error=ValueError("stored HTML could not be read: " + "x" * 120),
+    )
+    context, page = _login(browser, live_server, viewport=viewport)
+    try:
+        panel = page.locator("section.panel--problems")
+        assert panel.locator("h2").inner_text() == "Render problems"
+        assert "2 public pages or feed entries could not be rendered" in panel.inner_text()
+        assert "3 times" in panel.inner_text() and f"/incidents/{incident.public_id}/" in panel.inner_text()
+        check_console_page(page, name="now-render-problems", viewport=viewport)
+    finally:
+        context.close()
+
+
 def test_it_is_usable_with_the_keyboard(browser: Any, live_server: Any, staff: User) -> None:
     context, page = _login(browser, live_server, viewport="desktop")
     try:

@@ -274,6 +274,32 @@ def test_it_refuses_a_level_change_before_the_window_began(
     assert incident.windows.count() == 2 and incident.updates.count() == 1
 
 
+def test_it_shows_why_a_pathological_message_is_refused(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
+    incident = _incident(catalogue)
+    gmail, storage = catalogue["gmail"], catalogue["storage"]
+    response = post(
+        staff_client,
+        f"/manage/incidents/{incident.public_id}/update/",
+        {
+            "status": "identified",
+            "body": "# a\n" * 16384,  # 64 KB of one-line headings: 27 s to render, once
+            "display_at": "",
+            f"level_{gmail.pk}_0": Level.PARTIAL_OUTAGE,
+            f"level_{storage.pk}_0": Level.PARTIAL_OUTAGE,
+            "impact": "",
+            "add_level": "",
+            "_post": "1",
+        },
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "This text would take too long to render" in page
+    assert "too many headings, rules or fences with no blank line between them (16,384)" in page
+    assert incident.updates.count() == 1
+
+
 def test_it_adds_a_product_with_an_update(staff_client: Client, catalogue: dict[str, Any]) -> None:
     incident = _incident(catalogue)
     gmail, storage, drive = catalogue["gmail"], catalogue["storage"], catalogue["drive"]
