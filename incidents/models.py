@@ -14,6 +14,7 @@ import string
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 
 def _choices_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
@@ -35,47 +36,47 @@ def new_public_id() -> str:
 
 
 class LocationKind(models.TextChoices):
-    GLOBAL = "global", "Global"
-    REGION = "region", "Region"
-    ZONE = "zone", "Zone"
+    GLOBAL = "global", _("Global")
+    REGION = "region", _("Region")
+    ZONE = "zone", _("Zone")
 
 
 class IncidentKind(models.TextChoices):
-    INCIDENT = "incident", "Incident"
-    MAINTENANCE = "maintenance", "Scheduled maintenance"
+    INCIDENT = "incident", _("Incident")
+    MAINTENANCE = "maintenance", _("Scheduled maintenance")
 
 
 class IncidentStatus(models.TextChoices):
     # Incident statuses, with the Statuspage enum strings ...
-    INVESTIGATING = "investigating", "Investigating"
-    IDENTIFIED = "identified", "Identified"
-    MONITORING = "monitoring", "Monitoring"
-    RESOLVED = "resolved", "Resolved"
-    POSTMORTEM = "postmortem", "Postmortem"
+    INVESTIGATING = "investigating", _("Investigating")
+    IDENTIFIED = "identified", _("Identified")
+    MONITORING = "monitoring", _("Monitoring")
+    RESOLVED = "resolved", _("Resolved")
+    POSTMORTEM = "postmortem", _("Postmortem")
     # ... and the scheduled-maintenance ones.
-    SCHEDULED = "scheduled", "Scheduled"
-    IN_PROGRESS = "in_progress", "In progress"
+    SCHEDULED = "scheduled", _("Scheduled")
+    IN_PROGRESS = "in_progress", _("In progress")
     VERIFYING = "verifying", "Verifying"
     COMPLETED = "completed", "Completed"
 
 
 class IncidentImpact(models.TextChoices):
     NONE = "none", "None"
-    MINOR = "minor", "Minor"
-    MAJOR = "major", "Major"
-    CRITICAL = "critical", "Critical"
+    MINOR = "minor", _("Minor")
+    MAJOR = "major", _("Major")
+    CRITICAL = "critical", _("Critical")
 
 
 class ImpactLevel(models.TextChoices):
-    DEGRADED_PERFORMANCE = "degraded_performance", "Degraded performance"
-    PARTIAL_OUTAGE = "partial_outage", "Partial outage"
-    MAJOR_OUTAGE = "major_outage", "Major outage"
-    UNDER_MAINTENANCE = "under_maintenance", "Under maintenance"
+    DEGRADED_PERFORMANCE = "degraded_performance", _("Degraded performance")
+    PARTIAL_OUTAGE = "partial_outage", _("Partial outage")
+    MAJOR_OUTAGE = "major_outage", _("Major outage")
+    UNDER_MAINTENANCE = "under_maintenance", _("Under maintenance")
 
 
 class ReportKind(models.TextChoices):
-    MINI = "mini", "Mini incident report"
-    FULL = "full", "Incident report"
+    MINI = "mini", _("Mini incident report")
+    FULL = "full", _("Incident report")
 
 
 class ReportStatus(models.TextChoices):
@@ -85,12 +86,12 @@ class ReportStatus(models.TextChoices):
 
 
 class ActionType(models.TextChoices):
-    INVESTIGATE = "investigate", "Investigate"
-    MITIGATE = "mitigate", "Mitigate"
-    REPAIR = "repair", "Repair"
-    DETECT = "detect", "Detect"
-    PREVENT = "prevent", "Prevent"
-    PROCESS = "process", "Process"
+    INVESTIGATE = "investigate", _("Investigate")
+    MITIGATE = "mitigate", _("Mitigate")
+    REPAIR = "repair", _("Repair")
+    DETECT = "detect", _("Detect")
+    PREVENT = "prevent", _("Prevent")
+    PROCESS = "process", _("Process")
 
 
 class ActionPriority(models.TextChoices):
@@ -101,10 +102,10 @@ class ActionPriority(models.TextChoices):
 
 
 class ActionStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    IN_PROGRESS = "in_progress", "In progress"
-    DONE = "done", "Done"
-    WONT_DO = "wont_do", "Won't do"
+    OPEN = "open", _("Open")
+    IN_PROGRESS = "in_progress", _("In progress")
+    DONE = "done", _("Done")
+    WONT_DO = "wont_do", _("Won't do")
 
 
 INCIDENT_STATUSES = (

@@ -14,6 +14,8 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from incidents import intervals
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
@@ -29,15 +31,18 @@ LEVEL_SEVERITY: dict[str, int] = {
     Level.PARTIAL_OUTAGE: 3,
     Level.MAJOR_OUTAGE: 4,
 }
-PRODUCT_STATUS_LABELS: dict[str, str] = {OPERATIONAL: "Operational", **dict(Level.choices)}
+PRODUCT_STATUS_LABELS: dict[str, str] = {OPERATIONAL: _("Operational"), **dict(Level.choices)}
 
 INDICATOR_SEVERITY = {"none": 0, "maintenance": 1, "minor": 2, "major": 3, "critical": 4}
+# Plain English strings: they are also the Statuspage API's `description` and go into
+# webhook payloads. Marked for translation (gettext_noop); the public pages translate
+# them when they show them.
 INDICATOR_DESCRIPTIONS = {
-    "none": "All Systems Operational",
-    "maintenance": "Service Under Maintenance",
-    "minor": "Minor Service Outage",
-    "major": "Partial System Outage",
-    "critical": "Major System Outage",
+    "none": gettext_noop("All Systems Operational"),
+    "maintenance": gettext_noop("Service Under Maintenance"),
+    "minor": gettext_noop("Minor Service Outage"),
+    "major": gettext_noop("Partial System Outage"),
+    "critical": gettext_noop("Major System Outage"),
 }
 _LEVEL_INDICATOR = {
     OPERATIONAL: "none",

@@ -27,6 +27,7 @@ from insights import present as insights_present
 from insights import selectors as insights_selectors
 from public_site import history as public_history
 from public_site import pages as public_selectors
+from public_site.languages import with_language_entry
 
 View = Callable[..., HttpResponse]
 
@@ -47,6 +48,11 @@ def status_index(request: HttpRequest) -> HttpResponse:
     page = public_selectors.status_page(now=now)
     recent = public_history.recent_incidents(now=now, days=settings.RECENT_INCIDENT_DAYS)
     return render(request, "public/index.html", {"page": page, "recent": recent})
+
+
+# `/` in English first asks whether the visitor prefers another language (a redirect
+# that costs no render); /fr/ and the rest are served straight from the page cache.
+status_index_entry = with_language_entry(status_index)
 
 
 def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:
