@@ -4,11 +4,12 @@ only filters that emit user-derived HTML, both through incidents.markdown."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from django import template
 from django.conf import settings
+from django.template.defaultfilters import date as date_filter
 from django.urls import get_script_prefix, reverse
 from django.utils import dateformat, translation
 from django.utils.html import format_html
@@ -56,13 +57,31 @@ def duration_filter(delta: timedelta | None) -> str:
     return " ".join(parts)
 
 
+# Dates and times as each language writes them: English keeps its formats byte for byte;
+# French abbreviates months with a full stop ("mer 2 déc. 2026, 05:00 PST": Django's
+# `N` gives the French abbreviations, `M` would give "Déc").
+DATE_STYLES = {
+    "en": {"long": "D j M Y, H:i T", "short": "j M, H:i T", "date": "D j M Y", "day": "j M"},
+    "fr": {"long": "D j N Y, H:i T", "short": "j N, H:i T", "date": "D j N Y", "day": "j N"},
+}
+
+
+@register.filter(name="local_date", expects_localtime=True)
+def local_date_filter(value: date | datetime | None, style: str) -> str:
+    """`{{ dt|local_date:"long" }}`: the `date` filter with the page language's format."""
+    if value is None or value == "":
+        return ""
+    styles = DATE_STYLES.get(translation.get_language() or "", DATE_STYLES["en"])
+    return date_filter(value, styles[style])
+
+
 # Calendar-day labels. The 90-day bars and the day grid print a few labels per product
 # per day, tens of thousands on a large page; Django's `date` filter goes through the
 # localisation machinery each time, these are formatted once per day, format and
 # language. English keeps its strftime formats (C locale); other languages go through
 # Django's date formatting once, with their own day and month names.
 _DAY_FORMATS = {"long": "{d:%a} {d.day} {d:%b %Y}", "short": "{d.day} {d:%b}", "iso": "{d:%Y-%m-%d}"}
-_DAY_DATE_FORMATS = {"long": "D j M Y", "short": "j M", "iso": "Y-m-d"}
+_DAY_DATE_FORMATS = {"long": "D j N Y", "short": "j N", "iso": "Y-m-d"}
 
 
 @lru_cache(maxsize=4096)
