@@ -65,7 +65,10 @@ def clean_text(value: str | None, *, field: str, max_length: int = TEXT_MAX_LENG
     value = _TEXT_STRIP.sub("", value)
     if len(value) > max_length:
         raise ValidationError(
-            {field: _("At most %(max)d characters (this has %(length)d).") % {"max": max_length, "length": len(value)}}
+            {
+                field: _("At most %(max)d characters (this has %(length)d).")
+                % {"max": max_length, "length": len(value)}
+            }
         )
     return value
 
@@ -93,4 +96,6 @@ def check_range(value: int | None, *, field: str, low: int, high: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError({field: _("Must be a whole number from %(low)d to %(high)d.") % {"low": low, "high": high}})
+        raise ValidationError(
+            {field: _("Must be a whole number from %(low)d to %(high)d.") % {"low": low, "high": high}}
+        )

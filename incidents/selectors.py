@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 from incidents import intervals
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
@@ -31,7 +34,8 @@ LEVEL_SEVERITY: dict[str, int] = {
     Level.PARTIAL_OUTAGE: 3,
     Level.MAJOR_OUTAGE: 4,
 }
-PRODUCT_STATUS_LABELS: dict[str, str] = {OPERATIONAL: _("Operational"), **dict(Level.choices)}
+# Lazy labels (gettext_lazy): each page renders them in its own language.
+PRODUCT_STATUS_LABELS: dict[str, StrOrPromise] = {OPERATIONAL: _("Operational"), **dict(Level.choices)}
 
 INDICATOR_SEVERITY = {"none": 0, "maintenance": 1, "minor": 2, "major": 3, "critical": 4}
 # Plain English strings: they are also the Statuspage API's `description` and go into
@@ -314,7 +318,7 @@ class ImpactTarget:
 
     @property
     def label(self) -> str:
-        return PRODUCT_STATUS_LABELS.get(self.level, self.level)
+        return str(PRODUCT_STATUS_LABELS.get(self.level, self.level))
 
 
 def incident_impact_targets(*, incident: Incident) -> list[ImpactTarget]:

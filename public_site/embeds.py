@@ -109,7 +109,7 @@ def _public_product(slug: str) -> Product:
 def product_badge(request: HttpRequest, slug: str) -> HttpResponse:
     product = _public_product(slug)
     level = product_statuses(at=timezone.now(), products=[product]).get(product.pk, "operational")
-    return badge_response(Badge(label=product.name, message=PRODUCT_STATUS_LABELS[level], level=level))
+    return badge_response(Badge(label=product.name, message=str(PRODUCT_STATUS_LABELS[level]), level=level))
 
 
 # --- JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/) -------------------------------------

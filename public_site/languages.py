@@ -26,6 +26,7 @@ from django.urls import is_valid_path, reverse
 from django.utils import translation
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation.trans_real import parse_accept_lang_header
 
 from edge.i18n import language_of_path
 from edge.middleware import shed_exempt
@@ -35,8 +36,8 @@ COOKIE_MAX_AGE = 365 * 24 * 3600
 PRIVATE = "private, no-cache"
 
 
-def supported() -> dict[str, str]:
-    return dict(settings.LANGUAGES)
+def supported() -> set[str]:
+    return {code for code, _name in settings.LANGUAGES}
 
 
 def strip_language(path: str) -> str:
@@ -122,7 +123,7 @@ def cookie_language(request: HttpRequest) -> str | None:
 def header_language(request: HttpRequest) -> str:
     """The first supported language of Accept-Language, in the visitor's order."""
     header = request.headers.get("Accept-Language", "")
-    for accepted, _q in translation.trans_real.parse_accept_lang_header(header):
+    for accepted, _q in parse_accept_lang_header(header):
         if accepted == "*":
             break
         try:

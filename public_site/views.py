@@ -27,6 +27,7 @@ from insights import present as insights_present
 from insights import selectors as insights_selectors
 from public_site import history as public_history
 from public_site import pages as public_selectors
+from public_site import uptime as public_uptime
 from public_site.languages import with_language_entry
 
 View = Callable[..., HttpResponse]
@@ -137,8 +138,9 @@ def product_uptime(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "report": report,
             "product": report.product,
-            "chart": insights_present.uptime_chart(report),
-            "table": insights_present.uptime_table(report),
+            "chart": public_uptime.uptime_chart(report),
+            "table": public_uptime.uptime_table(report),
+            "rule": public_uptime.weighting_rule(report),
         },
     )
 

@@ -62,7 +62,10 @@ class ProductChoiceForm(forms.Form):
 
 class SubscribeForm(ProductChoiceForm):
     kind = forms.ChoiceField(
-        choices=Subscriber.Kind.choices, initial=Subscriber.Kind.EMAIL, widget=forms.RadioSelect, label=_("Send")
+        choices=Subscriber.Kind.choices,
+        initial=Subscriber.Kind.EMAIL,
+        widget=forms.RadioSelect,
+        label=_("Send"),
     )
     email = forms.EmailField(
         max_length=254,

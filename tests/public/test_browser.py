@@ -448,7 +448,9 @@ def test_it_keeps_a_french_page_current_in_french(
     try:
         page.goto(live_server.url + "/fr/")
         _no_reload_marker(page)
-        assert page.locator("[data-banner-description]").inner_text() == "Tous les systèmes sont opérationnels"
+        assert (
+            page.locator("[data-banner-description]").inner_text() == "Tous les systèmes sont opérationnels"
+        )
         incident = incident_open(
             title="Gmail cannot send mail",
             impact="critical",

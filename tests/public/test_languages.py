@@ -55,7 +55,7 @@ def test_it_serves_french_under_fr_and_english_at_the_bare_paths(client: Client)
         assert response.status_code == 200, path
         assert '<html lang="fr">' in response.content.decode(), path
     assert "Historique des incidents" in client.get("/fr/history/").content.decode()
-    assert "S’abonner aux mises à jour" in client.get("/fr/subscribe/").content.decode()
+    assert "S\u2019abonner aux mises à jour" in client.get("/fr/subscribe/").content.decode()
 
 
 def test_it_keeps_the_api_feeds_and_badges_at_one_address(client: Client) -> None:
