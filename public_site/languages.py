@@ -170,8 +170,10 @@ def with_language_entry(view: View) -> View:
         patch_vary_headers(response, ("Accept-Language",))
         if from_header != default:
             # English by the visitor's own choice against what the browser asks for: a
-            # shared cache must not hand this answer to the next reader of that header.
+            # shared cache must not hand this answer to the next reader of that header
+            # (nginx's micro-cache ignores Cache-Control but honours Vary).
             response["Cache-Control"] = PRIVATE
+            patch_vary_headers(response, ("Cookie",))
         return response
 
     return shed_exempt(entry_view)
