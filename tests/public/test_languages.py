@@ -180,13 +180,14 @@ def test_it_writes_dates_numbers_and_durations_the_french_way(client: Client) ->
     )
     french = client.get("/fr/").content.decode()
     english = client.get("/").content.decode()
-    assert "Durée 1 h 30 min" in french and "Duration 1 h 30 min" in english
+    # French keeps each number with its unit (no-break spaces): "1 h 30 min" never wraps.
+    assert "Durée 1\u00a0h 30\u00a0min" in french and "Duration 1 h 30 min" in english
     # A decimal comma and French month abbreviations.
     assert re.search(r"<strong>99,\d\d&nbsp;%</strong>", french)
     assert re.search(r"<strong>99\.\d\d&nbsp;%</strong>", english)
     with translation.override("fr"):
         assert day_label_filter(utc(2026, 12, 2).date()) == "mer 2 déc. 2026"
-        assert duration_filter(timedelta(days=1, hours=5, minutes=46)) == "1 j 5 h 46 min"
+        assert duration_filter(timedelta(days=1, hours=5, minutes=46)) == "1\u00a0j 5\u00a0h 46\u00a0min"
     with translation.override("en"):
         assert day_label_filter(utc(2026, 12, 2).date()) == "Wed 2 Dec 2026"
         assert duration_filter(timedelta(days=1, hours=5, minutes=46)) == "1 d 5 h 46 min"
