@@ -73,7 +73,7 @@ def uptime_table(report: UptimeReport) -> insights_present.Table:
         headers=(_("Month"), _("Uptime"), _("Weighted"), _("Total"), _("Incidents")),
         rows=tuple(
             (
-                date_filter(m.period.first_day, "F Y").capitalize(),
+                date_filter(m.period.first_day, "N Y").capitalize(),
                 f"{formats.localize(m.downtime.uptime.percent)}\N{NO-BREAK SPACE}%",
                 f"{formats.localize(m.downtime.weighted_minutes.quantize(Decimal('0.1')))}\N{NO-BREAK SPACE}min",
                 duration_filter(m.downtime.total),

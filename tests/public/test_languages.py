@@ -200,3 +200,18 @@ def test_it_shows_subscribe_form_errors_in_french(client: Client) -> None:
     assert response.status_code == 400  # the form again, with its errors
     assert "Choisissez au moins un produit, ou tous." in body
     assert "Adresse e-mail" in body
+
+
+def test_it_localises_the_uptime_report_but_not_its_chart_coordinates(client: Client) -> None:
+    gmail = make_product("Gmail")
+    start = timezone.now() - timedelta(days=3)
+    make_incident(title="Gmail is slow", product=gmail, start=start, end=start + timedelta(minutes=90))
+    body = client.get(f"/fr/products/{gmail.slug}/uptime/").content.decode()
+    assert "Comment la disponibilité est mesurée" in body
+    assert "minutes de panne partielle \u00d7 0,3" in body
+    assert re.search(r"<td data-label=\"Disponibilité\">99,\d\d\u00a0%</td>", body)
+    # SVG attributes are for the browser: "12.5", never "12,5".
+    bars = re.findall(r'<rect class="chart__bar[^"]*" x="([^"]+)" y="([^"]+)" width="([^"]+)"', body)
+    assert bars and all("," not in value for bar in bars for value in bar)
+    english = client.get(f"/products/{gmail.slug}/uptime/").content.decode()
+    assert "partial outage minutes x 0.3" in english
