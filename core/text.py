@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 # C0 controls (except tab), DEL and C1 controls. A title or name ends up in email
 # subjects and headers, so CR/LF there must never get through. U+2028/U+2029 are line
@@ -41,11 +42,11 @@ def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
     """Strip surrounding space and refuse control characters and overlong values."""
     value = (value or "").strip()
     if not value:
-        raise ValidationError({field: "This field is required."})
+        raise ValidationError({field: _("This field is required.")})
     if CONTROL_CHARS.search(value):
-        raise ValidationError({field: "Line breaks and control characters are not allowed."})
+        raise ValidationError({field: _("Line breaks and control characters are not allowed.")})
     if len(value) > max_length:
-        raise ValidationError({field: f"At most {max_length} characters."})
+        raise ValidationError({field: _("At most %(max)d characters.") % {"max": max_length}})
     return value
 
 
@@ -55,7 +56,7 @@ def site_title(site_name: str) -> str:
     name = (site_name or "").strip()
     if re.search(r"\bstatus\b", name, flags=re.IGNORECASE):
         return name
-    return f"{name} status"
+    return _("%(name)s status") % {"name": name}
 
 
 def clean_text(value: str | None, *, field: str, max_length: int = TEXT_MAX_LENGTH) -> str:
@@ -63,7 +64,12 @@ def clean_text(value: str | None, *, field: str, max_length: int = TEXT_MAX_LENG
     value = (value or "").replace("\r\n", "\n").replace("\r", "\n")
     value = _TEXT_STRIP.sub("", value)
     if len(value) > max_length:
-        raise ValidationError({field: f"At most {max_length} characters (this has {len(value)})."})
+        raise ValidationError(
+            {
+                field: _("At most %(max)d characters (this has %(length)d).")
+                % {"max": max_length, "length": len(value)}
+            }
+        )
     return value
 
 
@@ -76,13 +82,13 @@ def check_time(value: datetime | None, *, field: str, future: timedelta | None =
     if value is None:
         return
     if timezone.is_naive(value):
-        raise ValidationError({field: "A time zone is required."})
+        raise ValidationError({field: _("A time zone is required.")})
     if value < EARLIEST:
-        raise ValidationError({field: "Times before 1970 are not accepted."})
+        raise ValidationError({field: _("Times before 1970 are not accepted.")})
     if future is not None and value > timezone.now() + future:
         if future <= CLOCK_SKEW:
-            raise ValidationError({field: "This time cannot be in the future."})
-        raise ValidationError({field: "This time is too far in the future."})
+            raise ValidationError({field: _("This time cannot be in the future.")})
+        raise ValidationError({field: _("This time is too far in the future.")})
 
 
 def check_range(value: int | None, *, field: str, low: int, high: int) -> None:
@@ -90,4 +96,6 @@ def check_range(value: int | None, *, field: str, low: int, high: int) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError({field: f"Must be a whole number from {low} to {high}."})
+        raise ValidationError(
+            {field: _("Must be a whole number from %(low)d to %(high)d.") % {"low": low, "high": high}}
+        )

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
 
 from edge.deadline import deadline
 from edge.guard import Unavailable
@@ -91,7 +92,7 @@ class DatabaseUnavailableMiddleware:
             logger.warning("database unavailable for %s: %s", request.path, exception)
             return service_unavailable(
                 request,
-                message="The service is temporarily unavailable. Please retry shortly.",
+                message=_("The service is temporarily unavailable. Please retry shortly."),
                 retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER,
             )
         return None
@@ -144,7 +145,7 @@ class LoadSheddingMiddleware:
         if not self.slots.acquire(blocking=False):
             return service_unavailable(
                 request,
-                message="Too busy right now. Please retry shortly.",
+                message=_("Too busy right now. Please retry shortly."),
                 retry_after=settings.SHED_RETRY_AFTER,
             )
         request._shed_slot_held = True  # type: ignore[attr-defined]

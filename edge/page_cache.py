@@ -20,6 +20,9 @@ page, the Statuspage-compatible JSON, the feeds):
   stale, or 503 + Retry-After, and the rebuild finishes in the background, once.
 - Misses are shed: a process rebuilds at most PUBLIC_MAX_REBUILDS pages at once; hits
   are always served. After a database failure every page backs off together.
+- Every page is cached per language (the path names it: edge.i18n); a French page has
+  keys, a last good copy and a snapshot of its own, so an English reader can never be
+  handed a French page, fresh or stale, nor the other way round.
 - Only known query parameters with valid values make variants: each one has a
   normaliser that returns its canonical value, None (the canonical page) or raises
   Http404, and the view sees only the normalised query, so the key is what is rendered.
@@ -45,7 +48,9 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.utils import translation
 from django.utils.http import http_date, quote_etag, urlencode
+from django.utils.translation import gettext as _
 
 from edge import guard
 from edge.deadline import run_with_budget
@@ -129,8 +134,25 @@ def snapshot_dir() -> Path:
     return Path(settings.VAR_DIR) / "snapshots"
 
 
+def language_variant(name: str, language: str) -> str:
+    """The cache name of a page in a language: the name itself in the default language
+    (so English keys and snapshot files are what they always were), `index@fr` else."""
+    return name if language == settings.LANGUAGE_CODE else f"{name}@{language}"
+
+
+def snapshot_filename(name: str) -> str | None:
+    """'index' -> 'index.html', 'index@fr' -> 'index.fr.html' (docker/nginx.conf serves
+    both names); None for pages that are not snapshotted."""
+    base, _sep, language = name.partition("@")
+    filename = SNAPSHOT_NAMES.get(base)
+    if filename is None or not language:
+        return filename
+    stem, dot, suffix = filename.rpartition(".")
+    return f"{stem}.{language}{dot}{suffix}"
+
+
 def snapshot_write(name: str, page: CachedPage) -> None:
-    filename = SNAPSHOT_NAMES.get(name)
+    filename = snapshot_filename(name)
     if filename is None:
         return
     directory = snapshot_dir()
@@ -152,7 +174,7 @@ def snapshot_write(name: str, page: CachedPage) -> None:
 
 
 def snapshot_read(name: str) -> CachedPage | None:
-    filename = SNAPSHOT_NAMES.get(name)
+    filename = snapshot_filename(name)
     if filename is None:
         return None
     directory = snapshot_dir()
@@ -196,10 +218,13 @@ def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False
 def _stale_notice(page: CachedPage) -> str:
     built = datetime.fromtimestamp(page.built_at, tz=UTC)
     minutes = max(0, int((time.time() - page.built_at) // 60))
+    when = f'<time datetime="{built.isoformat()}">{built:%Y-%m-%d %H:%M} UTC</time>'
     return (
-        '<div class="snapshot-notice" role="status"><strong>Live data is temporarily unavailable.</strong> '
-        f'This is a snapshot from <time datetime="{built.isoformat()}">{built:%Y-%m-%d %H:%M} UTC</time> '
-        f"({minutes} min old).</div>"
+        '<div class="snapshot-notice" role="status"><strong>'
+        + _("Live data is temporarily unavailable.")
+        + "</strong> "
+        + _("This is a snapshot from %(when)s (%(minutes)s min old).") % {"when": when, "minutes": minutes}
+        + "</div>"
     )
 
 
@@ -248,7 +273,7 @@ def _fallback(request: HttpRequest, key_name: str, base_name: str, *, retry_afte
     if previous is not None:
         return page_response(request, previous, stale=True)
     return service_unavailable(
-        request, message="This page is being refreshed. Please retry shortly.", retry_after=retry_after
+        request, message=_("This page is being refreshed. Please retry shortly."), retry_after=retry_after
     )
 
 
@@ -275,12 +300,13 @@ def public_page(
     normalisers = dict(vary_on_query or {})
 
     def decorator(view: View) -> View:
-        base_name = name or f"{view.__module__}.{view.__qualname__}"
+        page_name = name or f"{view.__module__}.{view.__qualname__}"
 
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method not in ("GET", "HEAD"):
                 return view(request, *args, **kwargs)
+            base_name = language_variant(page_name, translation.get_language() or settings.LANGUAGE_CODE)
             key_name = base_name
             if args or kwargs:
                 key_name += (
@@ -440,9 +466,13 @@ def _start_rebuild(
         settle(None)
         return pending, True
 
+    # The rebuild may run in a thread of its own, which starts in no language.
+    language = translation.get_language() or settings.LANGUAGE_CODE
+
     def rebuild() -> CachedPage | HttpResponse:
         try:
-            return _rebuild(view, request, args, kwargs, key=key, key_name=key_name, base_name=base_name)
+            with translation.override(language):
+                return _rebuild(view, request, args, kwargs, key=key, key_name=key_name, base_name=base_name)
         finally:
             guard.release_rebuild_slot()
             if locked:
@@ -458,7 +488,7 @@ def _start_rebuild(
             settle(done.result())
 
     started = time.monotonic()
-    future, _ = run_with_budget(
+    future, _done = run_with_budget(
         rebuild, name=key_name, budget=budget, max_seconds=settings.PUBLIC_REBUILD_TIMEOUT
     )
     future.add_done_callback(follow)

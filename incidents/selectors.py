@@ -9,11 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 from incidents import intervals
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
@@ -29,19 +34,19 @@ LEVEL_SEVERITY: dict[str, int] = {
     Level.PARTIAL_OUTAGE: 3,
     Level.MAJOR_OUTAGE: 4,
 }
-# The level labels stay lazy (translated where they are shown); typed as the str they become.
-PRODUCT_STATUS_LABELS: dict[str, str] = {
-    OPERATIONAL: "Operational",
-    **cast(dict[str, str], dict(Level.choices)),
-}
+# Lazy labels (gettext_lazy): each page renders them in its own language.
+PRODUCT_STATUS_LABELS: dict[str, StrOrPromise] = {OPERATIONAL: _("Operational"), **dict(Level.choices)}
 
 INDICATOR_SEVERITY = {"none": 0, "maintenance": 1, "minor": 2, "major": 3, "critical": 4}
+# Plain English strings: they are also the Statuspage API's `description` and go into
+# webhook payloads. Marked for translation (gettext_noop); the public pages translate
+# them when they show them.
 INDICATOR_DESCRIPTIONS = {
-    "none": "All Systems Operational",
-    "maintenance": "Service Under Maintenance",
-    "minor": "Minor Service Outage",
-    "major": "Partial System Outage",
-    "critical": "Major System Outage",
+    "none": gettext_noop("All Systems Operational"),
+    "maintenance": gettext_noop("Service Under Maintenance"),
+    "minor": gettext_noop("Minor Service Outage"),
+    "major": gettext_noop("Partial System Outage"),
+    "critical": gettext_noop("Major System Outage"),
 }
 _LEVEL_INDICATOR = {
     OPERATIONAL: "none",
@@ -313,7 +318,7 @@ class ImpactTarget:
 
     @property
     def label(self) -> str:
-        return PRODUCT_STATUS_LABELS.get(self.level, self.level)
+        return str(PRODUCT_STATUS_LABELS.get(self.level, self.level))
 
 
 def incident_impact_targets(*, incident: Incident) -> list[ImpactTarget]:

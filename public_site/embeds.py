@@ -109,7 +109,7 @@ def _public_product(slug: str) -> Product:
 def product_badge(request: HttpRequest, slug: str) -> HttpResponse:
     product = _public_product(slug)
     level = product_statuses(at=timezone.now(), products=[product]).get(product.pk, "operational")
-    return badge_response(Badge(label=product.name, message=PRODUCT_STATUS_LABELS[level], level=level))
+    return badge_response(Badge(label=product.name, message=str(PRODUCT_STATUS_LABELS[level]), level=level))
 
 
 # --- JSON Feed 1.1 (https://www.jsonfeed.org/version/1.1/) -------------------------------------
@@ -175,7 +175,7 @@ def history_json_feed(request: HttpRequest) -> HttpResponse:
         request,
         entries=public_history.feed_entries(),
         title=f"{settings.SITE_NAME} incident history",
-        feed_path=reverse("public:history-json"),
+        feed_path=reverse("feeds:history-json"),
         home_path=reverse("public:history"),
     )
     return _json_feed_response(document)
@@ -187,7 +187,7 @@ def product_json_feed(request: HttpRequest, slug: str) -> HttpResponse:
         request,
         entries=public_history.feed_entries(product=product),
         title=f"{product.name} incident history · {site_title(settings.SITE_NAME)}",
-        feed_path=reverse("public:product-history-json", args=[product.slug]),
+        feed_path=reverse("feeds:product-history-json", args=[product.slug]),
         home_path=reverse("public:product", args=[product.slug]),
     )
     return _json_feed_response(document)

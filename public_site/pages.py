@@ -62,7 +62,8 @@ def uptime_weights() -> uptime.Weights:
 
 
 def level_label(level: str) -> str:
-    return PRODUCT_STATUS_LABELS.get(level, level)
+    # Rendered in the language active now (the page cache renders each language apart).
+    return str(PRODUCT_STATUS_LABELS.get(level, level))
 
 
 # The banner's Statuspage indicator drawn with the icon of the product level it stands for.

@@ -27,6 +27,8 @@ from insights import present as insights_present
 from insights import selectors as insights_selectors
 from public_site import history as public_history
 from public_site import pages as public_selectors
+from public_site import uptime as public_uptime
+from public_site.languages import with_language_entry
 
 View = Callable[..., HttpResponse]
 
@@ -47,6 +49,11 @@ def status_index(request: HttpRequest) -> HttpResponse:
     page = public_selectors.status_page(now=now)
     recent = public_history.recent_incidents(now=now, days=settings.RECENT_INCIDENT_DAYS)
     return render(request, "public/index.html", {"page": page, "recent": recent})
+
+
+# `/` in English first asks whether the visitor prefers another language (a redirect
+# that costs no render); /fr/ and the rest are served straight from the page cache.
+status_index_entry = with_language_entry(status_index)
 
 
 def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:
@@ -131,8 +138,9 @@ def product_uptime(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "report": report,
             "product": report.product,
-            "chart": insights_present.uptime_chart(report),
-            "table": insights_present.uptime_table(report),
+            "chart": public_uptime.uptime_chart(report),
+            "table": public_uptime.uptime_table(report),
+            "rule": public_uptime.weighting_rule(report),
         },
     )
 

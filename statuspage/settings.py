@@ -73,6 +73,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Before load shedding, so that even a 503 speaks the page's language.
+    "edge.i18n.PathLanguageMiddleware",
     "edge.middleware.LoadSheddingMiddleware",
     "edge.middleware.RequestDeadlineMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -261,10 +263,13 @@ try:
     ZoneInfo(DISPLAY_TIME_ZONE)
 except Exception as exc:
     raise ImproperlyConfigured(f"DISPLAY_TIME_ZONE {DISPLAY_TIME_ZONE!r} is not a time zone") from exc
+USE_I18N = True
+# English at the bare paths, French under /fr/ (public pages only: public_site.urls and
+# subscriptions.urls go through i18n_patterns; the API, admin, console and feeds stay
+# English). edge.i18n.PathLanguageMiddleware picks the language from the path alone.
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("fr", _("French"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-USE_I18N = True
 
 # --- Status page rules ----------------------------------------------------------------------
 # Display uptime (the 90-day bars) counts major outage fully and partial outage at this

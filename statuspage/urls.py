@@ -1,7 +1,10 @@
+from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
+
+from public_site import languages
 
 
 def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
@@ -17,9 +20,19 @@ urlpatterns = [
     # Staff pages under /manage/: more specific mounts first, before any `manage/` include.
     path("manage/insights/", include("insights.urls")),
     path("", include("api.urls")),
+    # One address each, in no language: feeds, badges, the live document, CSV, calendar.
+    path("", include("public_site.feed_urls")),
+    path("", include("subscriptions.extra_urls")),
+    path("language/<str:code>/", languages.switch_language, name="switch-language"),
+]
+# The public pages: English at the bare paths (every existing link keeps working), the
+# other languages under their prefix (/fr/). edge.i18n.PathLanguageMiddleware activates
+# the language the path names.
+urlpatterns += i18n_patterns(
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
-]
+    prefix_default_language=False,
+)
 
 # Under /api/ even Django's own error answers are JSON in the API's error shape.
 handler400 = "api.exceptions.handler400"

@@ -222,7 +222,7 @@ def send_action_item_reminder(*, item: Any, today: date, overdue: bool) -> Any:
             "incident": item.incident,
             "overdue": overdue,
             "days_left": (item.due_date - today).days if item.due_date else None,
-            "staff_url": absolute_url(reverse("subscriptions:staff_action_items")),
+            "staff_url": absolute_url(reverse("subscriptions_extra:staff_action_items")),
             "admin_url": _admin_incident_url(item.incident_id),
             "incident_url": absolute_url(f"/incidents/{item.incident.public_id}/"),
         },

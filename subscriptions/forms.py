@@ -13,7 +13,7 @@ from incidents.selectors import products_public
 from subscriptions.models import HOOK_KINDS, Subscriber
 from subscriptions.webhooks import validate_webhook_url
 
-SCOPE_CHOICES = [("all", "All products"), ("some", "Only the products I choose")]
+SCOPE_CHOICES = [("all", _("All products")), ("some", _("Only the products I choose"))]
 # Primary keys are 64-bit: a larger number overflowed the database driver (a 500).
 _PK_MAX = 2**63 - 1
 
@@ -34,23 +34,25 @@ class ProductChoiceField(forms.ModelMultipleChoiceField):
 
 class ProductChoiceForm(forms.Form):
     scope = forms.ChoiceField(
-        choices=SCOPE_CHOICES, initial="all", widget=forms.RadioSelect, label="Notify me about"
+        choices=SCOPE_CHOICES, initial="all", widget=forms.RadioSelect, label=_("Notify me about")
     )
     products = ProductChoiceField(
-        queryset=products_public(), required=False, widget=forms.CheckboxSelectMultiple, label="Products"
+        queryset=products_public(), required=False, widget=forms.CheckboxSelectMultiple, label=_("Products")
     )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("scope") == "some" and not data.get("products"):
-            self.add_error("products", "Choose at least one product, or all of them.")
+            self.add_error("products", _("Choose at least one product, or all of them."))
         elif data.get("scope") == "all" and data.get("products"):
             # Ticked products under "All products" used to subscribe to everything without
             # a word: the form must do what it shows, so ask instead of guessing.
             self.add_error(
                 "scope",
-                "You ticked some products but chose “All products”. Choose “Only the products I "
-                "choose” to get just those, or untick them to get every product.",
+                _(
+                    "You ticked some products but chose “All products”. Choose “Only the products I "
+                    "choose” to get just those, or untick them to get every product."
+                ),
             )
         return data
 
@@ -61,26 +63,32 @@ class ProductChoiceForm(forms.Form):
 
 class SubscribeForm(ProductChoiceForm):
     kind = forms.ChoiceField(
-        choices=Subscriber.Kind.choices, initial=Subscriber.Kind.EMAIL, widget=forms.RadioSelect, label="Send"
+        choices=Subscriber.Kind.choices,
+        initial=Subscriber.Kind.EMAIL,
+        widget=forms.RadioSelect,
+        label=_("Send"),
     )
     email = forms.EmailField(
         max_length=254,
-        label="Email address",
-        help_text="For a webhook, the address of whoever looks after it.",
+        label=_("Email address"),
+        help_text=_("For a webhook, the address of whoever looks after it."),
     )
     url = forms.URLField(
         max_length=500,
         required=False,
         assume_scheme="https",
-        label="Webhook URL",
-        help_text="A webhook receives a signed JSON POST per event; for Slack or Teams, paste the channel's incoming-webhook URL.",
+        label=_("Webhook URL"),
+        help_text=_(
+            "A webhook receives a signed JSON POST per event; for Slack or Teams, paste the channel's "
+            "incoming-webhook URL."
+        ),
     )
     payload_format = forms.ChoiceField(
         choices=Subscriber.Format.choices,
         initial=Subscriber.Format.NATIVE,
         required=False,
-        label="Webhook payload",
-        help_text="Statuspage-compatible: the JSON shape Statuspage sends its webhook subscribers.",
+        label=_("Webhook payload"),
+        help_text=_("Statuspage-compatible: the JSON shape Statuspage sends its webhook subscribers."),
     )
 
     field_order = ["kind", "email", "url", "payload_format", "scope", "products"]
@@ -92,7 +100,7 @@ class SubscribeForm(ProductChoiceForm):
             data["payload_format"] = Subscriber.Format.NATIVE
         if data.get("kind") in HOOK_KINDS:
             if not data.get("url"):
-                self.add_error("url", "A webhook or channel needs its incoming-webhook URL.")
+                self.add_error("url", _("A webhook or channel needs its incoming-webhook URL."))
             else:
                 # Checked here too (the service checks again), so that a refused URL is
                 # reported even when the per-address limit skips the service call.

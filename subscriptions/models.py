@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from incidents.models import Product
 
@@ -29,11 +30,11 @@ def new_webhook_secret() -> str:
 
 
 class SubscriberKind(models.TextChoices):
-    EMAIL = "email", "Email"
-    WEBHOOK = "webhook", "Webhook"
+    EMAIL = "email", _("Email")
+    WEBHOOK = "webhook", _("Webhook")
     # Chat channels: incoming-webhook URLs that get a formatted message (channels.py).
-    SLACK = "slack", "Slack channel"
-    TEAMS = "teams", "Microsoft Teams channel"
+    SLACK = "slack", _("Slack channel")
+    TEAMS = "teams", _("Microsoft Teams channel")
 
 
 # Every kind but email posts to a URL through the outbox's webhook path.
@@ -44,8 +45,8 @@ class PayloadFormat(models.TextChoices):
     """What a generic webhook receives: our own event document, or Statuspage's
     subscriber payload shape, so receivers written for Statuspage work unchanged."""
 
-    NATIVE = "native", "This page's event format"
-    STATUSPAGE = "statuspage", "Statuspage-compatible"
+    NATIVE = "native", _("This page's event format")
+    STATUSPAGE = "statuspage", _("Statuspage-compatible")
 
 
 class Subscriber(models.Model):

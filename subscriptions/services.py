@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core.i18n import clean_language
 from core.text import clean_single_line
@@ -33,17 +34,17 @@ def clean_email(value: str) -> str:
     try:
         validate_email(value)
     except ValidationError:
-        raise ValidationError({"email": "Enter a valid email address."}) from None
+        raise ValidationError({"email": _("Enter a valid email address.")}) from None
     if any(ch in value for ch in ",;<>\"'() "):
-        raise ValidationError({"email": "Enter a single plain email address."})
-    local, _, domain = value.rpartition("@")
+        raise ValidationError({"email": _("Enter a single plain email address.")})
+    local, _at, domain = value.rpartition("@")
     return f"{local}@{domain.lower()}"
 
 
 def _clean_products(products: Iterable[Product]) -> list[Product]:
     chosen = list(products)
     if any(not p.is_public for p in chosen):
-        raise ValidationError({"products": "Choose among the products on the status page."})
+        raise ValidationError({"products": _("Choose among the products on the status page.")})
     return chosen
 
 
@@ -73,15 +74,15 @@ def subscriber_request(
     email = clean_email(email)
     language = clean_language(language)
     if kind not in Subscriber.Kind.values:
-        raise ValidationError({"kind": "Choose email, webhook, Slack or Teams."})
+        raise ValidationError({"kind": _("Choose email, webhook, Slack or Teams.")})
     url = validate_webhook_url(url) if kind in HOOK_KINDS else ""
     if payload_format not in Subscriber.Format.values or (
         payload_format != Subscriber.Format.NATIVE and kind != Subscriber.Kind.WEBHOOK
     ):
-        raise ValidationError({"payload_format": "Choose a payload format for a webhook."})
+        raise ValidationError({"payload_format": _("Choose a payload format for a webhook.")})
     chosen = [] if all_products else _clean_products(products)
     if not all_products and not chosen:
-        raise ValidationError({"products": "Choose at least one product, or all of them."})
+        raise ValidationError({"products": _("Choose at least one product, or all of them.")})
 
     lookup: dict[str, Any] = {"kind": kind, "email__iexact": email, "url": url}
     subscriber = Subscriber.objects.select_for_update().filter(**lookup).first()
@@ -139,7 +140,7 @@ def subscriber_update_products(
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     chosen = [] if all_products else _clean_products(products)
     if not all_products and not chosen:
-        raise ValidationError({"products": "Choose at least one product, or all of them."})
+        raise ValidationError({"products": _("Choose at least one product, or all of them.")})
     fields = ["all_products", "updated_at"]
     subscriber.all_products = all_products
     if language is not None:
@@ -190,7 +191,7 @@ def subscriber_unsubscribe(*, subscriber: Subscriber | None) -> int:
     if subscriber is None:
         return 0
     ref = subscriber.outbox_ref
-    deleted, _ = Subscriber.objects.filter(pk=subscriber.pk).delete()
+    deleted, _details = Subscriber.objects.filter(pk=subscriber.pk).delete()
     if not deleted:
         return 0
     # Rows already claimed by a worker may still go out; pending ones never will.

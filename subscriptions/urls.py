@@ -1,3 +1,7 @@
+"""The subscription pages, in every language (mounted through i18n_patterns). The
+maintenance calendar and the staff list of action items have one address each:
+subscriptions.extra_urls."""
+
 from __future__ import annotations
 
 from django.urls import path
@@ -12,6 +16,4 @@ urlpatterns = [
     path("subscribe/confirm/<str:token>/", views.confirm, name="confirm"),
     path("subscriptions/manage/<str:token>/", views.manage, name="manage"),
     path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe"),
-    path("maintenance.ics", views.maintenance_ics, name="maintenance_ics"),
-    path("staff/action-items/", views.staff_action_items, name="staff_action_items"),
 ]

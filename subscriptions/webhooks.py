@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from subscriptions.models import Subscriber
 
@@ -44,32 +45,32 @@ def validate_webhook_url(url: str) -> str:
     """
     url = (url or "").strip()
     if any(ord(ch) < 32 or ch == "\x7f" for ch in url):
-        raise ValidationError({"url": "Control characters are not allowed in a URL."})
+        raise ValidationError({"url": _("Control characters are not allowed in a URL.")})
     try:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
-        raise ValidationError({"url": "Enter a valid http or https URL."}) from None
+        raise ValidationError({"url": _("Enter a valid http or https URL.")}) from None
     parts = urlsplit(url)
     if parts.username or parts.password:
-        raise ValidationError({"url": "Do not put credentials in the webhook URL."})
+        raise ValidationError({"url": _("Do not put credentials in the webhook URL.")})
     host = parts.hostname or ""
     if not host:
-        raise ValidationError({"url": "The URL needs a host."})
+        raise ValidationError({"url": _("The URL needs a host.")})
     try:
         port = parts.port  # urllib raises ValueError past 65535 (this was a 500)
     except ValueError:
         port = -1
     if port is not None and not 1 <= port <= 65535:
-        raise ValidationError({"url": "The port must be a number from 1 to 65535."})
+        raise ValidationError({"url": _("The port must be a number from 1 to 65535.")})
     if settings.WEBHOOK_ALLOW_PRIVATE:
         return url
     try:
         infos = socket.getaddrinfo(host, port or (443 if parts.scheme == "https" else 80))
     except (socket.gaierror, UnicodeError):
-        raise ValidationError({"url": "The webhook host does not resolve."}) from None
+        raise ValidationError({"url": _("The webhook host does not resolve.")}) from None
     addresses = {str(info[4][0]) for info in infos}
     if not addresses or not all(_is_public_address(a) for a in addresses):
-        raise ValidationError({"url": "Webhook targets must be public internet addresses."})
+        raise ValidationError({"url": _("Webhook targets must be public internet addresses.")})
     return url
 
 

@@ -147,7 +147,7 @@ class ProductAdmin(CatalogueAdmin):
     @admin.display(description="Current status")
     def current_status(self, obj: Product) -> str:
         level = getattr(obj, "current_level", None) or OPERATIONAL
-        return PRODUCT_STATUS_LABELS.get(level, level)
+        return str(PRODUCT_STATUS_LABELS.get(level, level))
 
 
 @admin.register(Location)

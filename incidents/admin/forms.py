@@ -6,12 +6,15 @@ whose `ValidationError`s the admin turns back into errors on these forms.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils import timezone
 
 from incidents.models import ImpactWindow, Incident, IncidentReport, Location
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 Status = Incident.Status
 
@@ -156,7 +159,7 @@ class LocationAdminForm(forms.ModelForm):
         return cleaned
 
 
-def _status_choices(incident: Incident) -> list[tuple[str, str]]:
+def _status_choices(incident: Incident) -> list[tuple[str, StrOrPromise]]:
     allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
     # Postmortem comes only from publishing the report.
     return [(s.value, str(s.label)) for s in allowed if s != Status.POSTMORTEM]

@@ -4,13 +4,17 @@ only filters that emit user-derived HTML, both through incidents.markdown."""
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
 
 from django import template
+from django.conf import settings
+from django.template.defaultfilters import date as date_filter
 from django.urls import get_script_prefix, reverse
+from django.utils import dateformat, translation
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import pgettext
 
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
@@ -34,28 +38,67 @@ def markdown_filter(text: str) -> SafeString:
 
 @register.filter(name="duration")
 def duration_filter(delta: timedelta | None) -> str:
+    """'18 h 11 min' (incidents.intervals.format_duration), with the units of the page's
+    language: '1 j 5 h 46 min' in French."""
     if delta is None:
         return ""
-    return format_duration(delta)
+    if translation.get_language() == settings.LANGUAGE_CODE:
+        return format_duration(delta)
+    minutes = int(delta.total_seconds() // 60)
+    days, rem = divmod(minutes, 24 * 60)
+    hours, mins = divmod(rem, 60)
+    parts = []
+    if days:
+        parts.append(pgettext("duration in days", "%(n)d d") % {"n": days})
+    if hours:
+        parts.append(pgettext("duration in hours", "%(n)d h") % {"n": hours})
+    if mins or not parts:
+        parts.append(pgettext("duration in minutes", "%(n)d min") % {"n": mins})
+    return " ".join(parts)
+
+
+# Dates and times as each language writes them: English keeps its formats byte for byte;
+# French abbreviates months with a full stop ("mer 2 déc. 2026, 05:00 PST": Django's
+# `N` gives the French abbreviations, `M` would give "Déc").
+DATE_STYLES = {
+    "en": {"long": "D j M Y, H:i T", "short": "j M, H:i T", "date": "D j M Y", "day": "j M"},
+    "fr": {"long": "D j N Y, H:i T", "short": "j N, H:i T", "date": "D j N Y", "day": "j N"},
+}
+
+
+@register.filter(name="local_date", expects_localtime=True)
+def local_date_filter(value: date | datetime | None, style: str) -> str:
+    """`{{ dt|local_date:"long" }}`: the `date` filter with the page language's format."""
+    if value is None or value == "":
+        return ""
+    styles = DATE_STYLES.get(translation.get_language() or "", DATE_STYLES["en"])
+    return date_filter(value, styles[style])
 
 
 # Calendar-day labels. The 90-day bars and the day grid print a few labels per product
 # per day, tens of thousands on a large page; Django's `date` filter goes through the
-# localisation machinery each time, these are formatted once per day and format.
+# localisation machinery each time, these are formatted once per day, format and
+# language. English keeps its strftime formats (C locale); other languages go through
+# Django's date formatting once, with their own day and month names.
 _DAY_FORMATS = {"long": "{d:%a} {d.day} {d:%b %Y}", "short": "{d.day} {d:%b}", "iso": "{d:%Y-%m-%d}"}
+_DAY_DATE_FORMATS = {"long": "D j N Y", "short": "j N", "iso": "Y-m-d"}
 
 
 @lru_cache(maxsize=4096)
-def _day_label(day: date, style: str) -> str:
-    return _DAY_FORMATS[style].format(d=day)
+def _day_label(day: date, style: str, language: str) -> str:
+    if language == settings.LANGUAGE_CODE or style == "iso":
+        return _DAY_FORMATS[style].format(d=day)
+    with translation.override(language):
+        return dateformat.format(day, _DAY_DATE_FORMATS[style])
 
 
 @register.filter(name="day_label")
 def day_label_filter(day: date | None, style: str = "long") -> str:
-    """`{{ day|day_label }}` -> 'Sun 29 Nov 2026'; 'short' -> '29 Nov'; 'iso' -> '2026-11-29'."""
+    """`{{ day|day_label }}` -> 'Sun 29 Nov 2026'; 'short' -> '29 Nov'; 'iso' -> '2026-11-29'.
+    In French: 'dim 29 nov. 2026', '29 nov.'."""
     if day is None:
         return ""
-    return _day_label(day, style)
+    return _day_label(day, style, translation.get_language() or settings.LANGUAGE_CODE)
 
 
 @lru_cache(maxsize=16)

@@ -77,9 +77,15 @@
       if (!response.ok) {
         throw new Error("HTTP " + response.status);
       }
-      return response.text();
-    }).then(function (html) {
-      swap(new DOMParser().parseFromString(html, "text/html"));
+      // An older copy (the page was still being rebuilt, X-Status-Snapshot: stale) is
+      // shown, but the version is not taken as seen: the next tick asks again.
+      var stale = response.headers.get("X-Status-Snapshot") === "stale";
+      return response.text().then(function (html) {
+        return { html: html, stale: stale };
+      });
+    }).then(function (result) {
+      swap(new DOMParser().parseFromString(result.html, "text/html"));
+      return !result.stale;
     });
   }
 
@@ -103,8 +109,10 @@
           return null;
         }
         var next = doc.version;
-        return reloadSections().then(function () {
-          known = next;
+        return reloadSections().then(function (fresh) {
+          if (fresh) {
+            known = next;
+          }
         });
       })
       .catch(function () {

@@ -45,6 +45,10 @@
     }
   }
 
+  // The words around the zone come from the page, in its language (base.html).
+  var noteText = bar.getAttribute("data-text-note") || "All times {zone}";
+  var localText = bar.getAttribute("data-text-local") || "your time zone ({zone})";
+
   function apply(choice, root) {
     var times = (root || document).querySelectorAll("time[datetime][data-fmt]");
     Array.prototype.forEach.call(times, function (el) {
@@ -67,7 +71,7 @@
     });
     var name = choice === "local" ? localZone : pageZone;
     Array.prototype.forEach.call(document.querySelectorAll("[data-tz-note]"), function (note) {
-      note.textContent = "All times " + name;
+      note.textContent = noteText.replace("{zone}", name);
     });
     var current = document.querySelector("[data-tz-current]");
     if (current) {
@@ -84,7 +88,7 @@
 
   var local = bar.querySelector("[data-tz-choice='local']");
   if (local) {
-    local.textContent = "your time zone (" + localZone + ")";
+    local.textContent = localText.replace("{zone}", localZone);
   }
   Array.prototype.forEach.call(bar.querySelectorAll("[data-tz-choice]"), function (button) {
     button.addEventListener("click", function () {

@@ -393,3 +393,79 @@ def test_it_keeps_the_page_zone_without_javascript(
         assert "US/Pacific" in page.locator(".site-footer").inner_text()
     finally:
         context.close()
+
+
+# --- French --------------------------------------------------------------------------------
+# French strings are longer: the French pages must fit a 360 px phone as the English ones
+# do, and a French browser opening `/` lands on /fr/.
+
+
+def _french(browser: Any, *, js: bool = True) -> Any:
+    context = browser.new_context(viewport=VIEWPORTS["phone"], java_script_enabled=js, locale="fr-FR")
+    return context, context.new_page()
+
+
+@pytest.mark.parametrize("js", [True, False], ids=["js", "nojs"])
+def test_it_fits_the_french_pages_on_a_phone(
+    browser: Any, live_server: Any, demo: dict[str, str], js: bool
+) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context, page = _french(browser, js=js)
+    problems = PageProblems(page)
+    try:
+        response = page.goto(live_server.url + "/", wait_until="load")
+        assert response is not None and response.status == 200
+        assert page.url == live_server.url + "/fr/"  # Accept-Language: fr-FR
+        for name in ("index", "incident"):
+            path = "/fr" + demo[name]
+            response = page.goto(live_server.url + path, wait_until="load")
+            assert response is not None and response.status == 200, path
+            assert page.evaluate("document.documentElement.lang") == "fr"
+            page.screenshot(
+                path=str(SCREENSHOTS / f"{name}-fr-phone-{'js' if js else 'nojs'}.png"), full_page=True
+            )
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{path} is {overflow}px wider than a 360 px phone"
+        assert "Durée totale" in (page.locator(".facts").text_content() or "")
+        assert problems.errors == []
+    finally:
+        context.close()
+
+
+def test_it_keeps_a_french_page_current_in_french(
+    browser: Any, live_server: Any, demo: dict[str, str], live_settings: None
+) -> None:
+    from django.utils import timezone
+
+    from incidents.models import Product
+    from incidents.services import WindowSpec, incident_open, incident_resolve
+
+    gmail = Product.objects.get(slug="gmail")
+    context, page = _french(browser)
+    problems = PageProblems(page)
+    try:
+        page.goto(live_server.url + "/fr/")
+        _no_reload_marker(page)
+        assert (
+            page.locator("[data-banner-description]").inner_text() == "Tous les systèmes sont opérationnels"
+        )
+        incident = incident_open(
+            title="Gmail cannot send mail",
+            impact="critical",
+            body="We are investigating failures to send mail.",
+            windows=[WindowSpec(product=gmail, level="major_outage", started_at=timezone.now())],
+        )
+        _wait_text(page, "[data-live='incidents']", "Gmail cannot send mail")
+        assert "Incidents en cours" in page.locator("[data-live='incidents']").inner_text()
+        assert "Analyse en cours" in page.locator("[data-live='incidents'] .badge--status").first.inner_text()
+        assert page.locator("[data-banner-description]").inner_text() == "Panne majeure des systèmes"
+        incident_resolve(incident=incident, body="Mail flows again.")
+        _wait_text(page, "[data-banner-description]", "Tous les systèmes sont opérationnels")
+        assert "Résolu" in page.locator("[data-live='recent'] .recent__day").first.inner_text()
+        assert page.evaluate("document.documentElement.lang") == "fr"
+        _assert_not_reloaded(page)
+        assert problems.errors == []
+    finally:
+        context.close()

@@ -1,0 +1,31 @@
+"""Feeds, badges, the live version document and the uptime CSV: one address each, not
+translated (readers and embeds key on the URL). Their names are under `feeds:`."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, URLResolver, path
+
+from edge.page_cache import public_page
+from public_site import embeds, feeds, live, views
+
+app_name = "feeds"
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("products/<slug:slug>/uptime.csv", views.product_uptime_csv, name="product-uptime-csv"),
+    path("live/version.json", live.live_version, name="live-version"),
+    # The feeds are the same for every reader: served from the versioned page cache.
+    path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
+    path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),
+    path("history.json", public_page("history-json")(embeds.history_json_feed), name="history-json"),
+    path(
+        "products/<slug:slug>/history.json",
+        public_page("product-history-json")(embeds.product_json_feed),
+        name="product-history-json",
+    ),
+    path("badge.svg", public_page("badge")(embeds.page_badge), name="badge"),
+    path(
+        "products/<slug:slug>/badge.svg",
+        public_page("product-badge")(embeds.product_badge),
+        name="product-badge",
+    ),
+]
