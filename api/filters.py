@@ -123,15 +123,11 @@ class _IncidentFilterBase(_StrictQuery):
     started_after = serializers.DateTimeField(
         required=False, help_text="Only incidents that started at or after this time (ISO 8601)."
     )
+    # A `started_before` earlier than `started_after` is a range nothing falls in: an
+    # empty page, as for any other filter that matches nothing, not a 400.
     started_before = serializers.DateTimeField(
         required=False, help_text="Only incidents that started before this time (ISO 8601)."
     )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        after, before = attrs.get("started_after"), attrs.get("started_before")
-        if after is not None and before is not None and before < after:
-            raise serializers.ValidationError({"started_before": "Must not be before started_after."})
-        return attrs
 
 
 class IncidentFilterSerializer(_IncidentFilterBase):
