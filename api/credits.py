@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
 from api.base import APIMixin, acting_user, errors
+from api.filters import StrictQuery
 from api.permissions import StaffOnly
 from api.serializers import SINGLE_LINE, StrictSerializer, single_line, text
 from credits import confirm, exports, services, sla
@@ -280,7 +281,7 @@ class StatementSerializer(serializers.Serializer):
     notices = NoticeSerializer(many=True)
 
 
-class NoticeFilterSerializer(serializers.Serializer):
+class NoticeFilterSerializer(StrictQuery):
     period = period_field(required=False, help_text="A month, `YYYY-MM`.")
     state = serializers.ChoiceField(choices=NoticeState.choices, required=False)
 

@@ -87,7 +87,7 @@ class Pagination(PageNumberPagination):
         ]
 
 
-class _StrictQuery(serializers.Serializer):
+class StrictQuery(serializers.Serializer):
     """Query filters where an empty value is an error, as the schema says, rather than
     silently the same as leaving the parameter out."""
 
@@ -111,7 +111,7 @@ def order_by(queryset: QuerySet[Any], ordering: str) -> QuerySet[Any]:
     return queryset.order_by(expression, "-id" if descending else "id")
 
 
-class _IncidentFilterBase(_StrictQuery):
+class _IncidentFilterBase(StrictQuery):
     product = serializers.CharField(
         required=False,
         max_length=100,
@@ -150,7 +150,7 @@ class MaintenanceFilterSerializer(_IncidentFilterBase):
     )
 
 
-class ActionItemFilterSerializer(_StrictQuery):
+class ActionItemFilterSerializer(StrictQuery):
     incident = serializers.CharField(required=False, max_length=12, help_text="Incident id.")
     status = serializers.MultipleChoiceField(choices=ActionItem.Status.choices, required=False)
     ordering = serializers.ChoiceField(choices=ACTION_ITEM_ORDERINGS, required=False, default="due_date")
