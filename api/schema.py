@@ -11,6 +11,7 @@ takes, and the webhooks we send.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -138,6 +139,21 @@ class APIAutoSchema(AutoSchema):
         if isinstance(field, serializers.DecimalField) and "pattern" in schema and direction == "request":
             schema["pattern"] = decimal_pattern(field)
         return schema
+
+    def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        super()._insert_field_validators(field, schema)
+        branches = schema.get("oneOf")
+        if (
+            branches
+            and len(branches) == 2
+            and branches[1] == {"type": "string", "maxLength": 0}
+            and "format" not in branches[0]
+            and re.search(branches[0].get("pattern", "(?!)"), "")
+        ):
+            # drf-spectacular's `oneOf [pattern, empty]` for a blank-allowed field: when the
+            # pattern matches "" too, "" would match both branches, which oneOf refuses.
+            del schema["oneOf"]
+            schema.update(branches[0])
 
     def get_auth(self) -> list[dict[str, Any]]:
         auths = super().get_auth()

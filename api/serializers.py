@@ -288,9 +288,22 @@ def single_line(max_length: int = 200, **kwargs: Any) -> serializers.CharField:
     return serializers.CharField(max_length=max_length, validators=[SINGLE_LINE], **kwargs)
 
 
-def text(**kwargs: Any) -> serializers.CharField:
+# DRF refuses NUL in any string (ProhibitNullCharactersValidator); the other control
+# characters in multi-line text are removed by the service. The pattern says the first,
+# and for a required body that something besides spaces and control characters is left.
+NO_NUL = RegexValidator(r"^[^\x00]*$", "Null characters are not allowed.", code="null_characters_not_allowed")
+SOME_TEXT = RegexValidator(
+    r"^[^\x00]*[^\s\x00-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff][^\x00]*$",
+    "Text is required (and null characters are not allowed).",
+    code="required",
+)
+
+
+def text(*, required_text: bool = False, **kwargs: Any) -> serializers.CharField:
     """Multi-line text (Markdown, notes): control characters are removed by the service."""
-    return serializers.CharField(max_length=TEXT_MAX_LENGTH, **kwargs)
+    return serializers.CharField(
+        max_length=TEXT_MAX_LENGTH, validators=[SOME_TEXT if required_text else NO_NUL], **kwargs
+    )
 
 
 # Times the services accept (core.text.check_time): none before 1970, and a start or a
@@ -395,7 +408,7 @@ class UpdateCreateSerializer(StrictSerializer):
         choices=Incident.Status.choices,
         help_text="Must be a status of the incident's kind; resolved/completed resolves it.",
     )
-    body = text()
+    body = text(required_text=True)
     display_at = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text=f"Default now. {WINDOW_TIME}"
     )
