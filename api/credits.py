@@ -7,6 +7,7 @@ through `credits.services`, as the admin does.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 from zoneinfo import available_timezones
@@ -50,6 +51,12 @@ PERIOD = RegexValidator(
 PLAIN_ADDRESS = RegexValidator(r"^[^,;<>\"'() ]+$", "A plain email address.", code="invalid")
 
 
+# IANA zone names, less the POSIX-style offsets (`Etc/GMT+5` is UTC-5, `GMT-0`, `GMT+0`):
+# their signs are the reverse of what they read as, and as enum members they collide with
+# each other (GMT+0, GMT-0 and GMT0 are one name once the sign is dropped).
+API_TIME_ZONES = sorted(zone for zone in available_timezones() if not re.search(r"[+-][0-9]", zone))
+
+
 def period_field(**kwargs: Any) -> serializers.CharField:
     return serializers.CharField(max_length=7, validators=[PERIOD], **kwargs)
 
@@ -67,7 +74,7 @@ class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
     name = single_line(max_length=100, help_text="Unique.")
     description = text(required=False, allow_blank=True)
     time_zone = serializers.ChoiceField(
-        choices=sorted(available_timezones()),
+        choices=API_TIME_ZONES,
         default="US/Pacific",
         help_text="Calendar months are measured in this time zone.",
     )
