@@ -39,8 +39,9 @@ STAFF_WRITE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
 
 # A month as credits.sla.Period takes it: YYYY-MM, years 1970 to 9998. Checked here too so
 # that the schema carries it as a `pattern`.
+PERIOD_PATTERN = r"^(?:19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-(?:0[1-9]|1[0-2])$"
 PERIOD = RegexValidator(
-    r"^(?:19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-(?:0[1-9]|1[0-2])$",
+    PERIOD_PATTERN,
     "A month, written YYYY-MM (1970-01 to 9998-12).",
     code="invalid",
 )
@@ -368,7 +369,7 @@ class CustomerViewSet(
         description="Uptime per entitled product and location, and the month's credits. "
         "`output=csv` answers text/csv.",
         parameters=[
-            OpenApiParameter("period", str, required=True, pattern=PERIOD.regex.pattern),
+            OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN),
             OpenApiParameter("output", str, enum=["json", "csv"], required=False),
         ],
         responses={200: StatementSerializer, (200, "text/csv"): str, **STAFF_ERRORS},
@@ -526,7 +527,7 @@ class CreditNoticeViewSet(
 
     @extend_schema(
         summary="A month's notices as CSV, for finance (staff)",
-        parameters=[OpenApiParameter("period", str, required=True, pattern=PERIOD.regex.pattern)],
+        parameters=[OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN)],
         responses={(200, "text/csv"): str, **STAFF_ERRORS},
     )
     @action(detail=False, methods=["get"], url_path="export")
