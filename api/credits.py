@@ -7,10 +7,13 @@ through `credits.services`, as the admin does.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
+from zoneinfo import available_timezones
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from django.urls import reverse
@@ -22,14 +25,41 @@ from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
 from api.base import APIMixin, acting_user, errors
+from api.filters import StrictQuery
 from api.permissions import StaffOnly
-from api.serializers import StrictSerializer
+from api.serializers import SINGLE_LINE, StrictSerializer, single_line, text
 from credits import confirm, exports, services, sla
 from credits import selectors as credit_selectors
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Location, Product
 
 STAFF_ERRORS = errors(400, 401, 403, 404, 429)
+# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
+STAFF_WRITE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
+
+# A month as credits.sla.Period takes it: YYYY-MM, years 1970 to 9998. Checked here too so
+# that the schema carries it as a `pattern`.
+PERIOD_PATTERN = r"^(?:19[7-9][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-(?:0[1-9]|1[0-2])$"
+PERIOD = RegexValidator(
+    PERIOD_PATTERN,
+    "A month, written YYYY-MM (1970-01 to 9998-12).",
+    code="invalid",
+)
+
+
+# outbox.clean_addresses takes plain addresses only: none of the characters of a display
+# name or a list, which Django's email check would let through in a local part.
+PLAIN_ADDRESS = RegexValidator(r"^[^,;<>\"'() ]+$", "A plain email address.", code="invalid")
+
+
+# IANA zone names, less the POSIX-style offsets (`Etc/GMT+5` is UTC-5, `GMT-0`, `GMT+0`):
+# their signs are the reverse of what they read as, and as enum members they collide with
+# each other (GMT+0, GMT-0 and GMT0 are one name once the sign is dropped).
+API_TIME_ZONES = sorted(zone for zone in available_timezones() if not re.search(r"[+-][0-9]", zone))
+
+
+def period_field(**kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(max_length=7, validators=[PERIOD], **kwargs)
 
 
 # --- Serializers (shape only; rules live in the services) ------------------------------------------
@@ -42,7 +72,14 @@ class TierSerializer(StrictSerializer, serializers.ModelSerializer):
 
 
 class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
-    tiers = TierSerializer(many=True)
+    name = single_line(max_length=100, help_text="Unique.")
+    description = text(required=False, allow_blank=True)
+    time_zone = serializers.ChoiceField(
+        choices=API_TIME_ZONES,
+        default="US/Pacific",
+        help_text="Calendar months are measured in this time zone.",
+    )
+    tiers = TierSerializer(many=True, help_text="At most one tier per `below` threshold.")
 
     class Meta:
         model = SLAPolicy
@@ -64,6 +101,13 @@ class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
             "tiers",
         ]
         read_only_fields = ["id"]
+        # The database refuses a target of 0 (a promise of nothing).
+        extra_kwargs = {
+            "target": {"min_value": Decimal("0.001")},
+            # PositiveIntegerField: an int4 column on PostgreSQL.
+            "claim_window_days": {"max_value": 2**31 - 1},
+            "min_downtime_minutes": {"max_value": 2**31 - 1},
+        }
 
 
 class EntitlementSerializer(StrictSerializer):
@@ -77,7 +121,13 @@ class EntitlementSerializer(StrictSerializer):
 
 
 class CustomerSerializer(StrictSerializer, serializers.ModelSerializer):
-    billing_emails = serializers.ListField(child=serializers.CharField(max_length=254), max_length=50)
+    name = single_line(max_length=200)
+    billing_emails = serializers.ListField(
+        child=serializers.EmailField(max_length=254, validators=[PLAIN_ADDRESS]), min_length=1, max_length=50
+    )
+    currency = serializers.CharField(
+        max_length=3, validators=[SINGLE_LINE], required=False, help_text="Stored in capitals."
+    )
     entitlements = EntitlementSerializer(many=True, required=False)
 
     class Meta:
@@ -135,7 +185,7 @@ class NoticeSerializer(serializers.ModelSerializer):
 
 
 class PeriodSerializer(StrictSerializer):
-    period = serializers.CharField(max_length=7)
+    period = period_field()
 
     def validate_period(self, value: str) -> str:
         try:
@@ -149,7 +199,7 @@ class StatementQuerySerializer(PeriodSerializer):
 
 
 class ApproveSerializer(StrictSerializer):
-    period = serializers.CharField(max_length=7, required=False)
+    period = period_field(required=False)
     confirm = serializers.BooleanField(
         default=False,
         help_text="Required (true) unless `confirmation` is given: without it nothing is sent and the "
@@ -240,8 +290,8 @@ class StatementSerializer(serializers.Serializer):
     notices = NoticeSerializer(many=True)
 
 
-class NoticeFilterSerializer(serializers.Serializer):
-    period = serializers.CharField(required=False, max_length=7, help_text="A month, `YYYY-MM`.")
+class NoticeFilterSerializer(StrictQuery):
+    period = period_field(required=False, help_text="A month, `YYYY-MM`.")
     state = serializers.ChoiceField(choices=NoticeState.choices, required=False)
 
     def validate_period(self, value: str) -> str:
@@ -261,7 +311,7 @@ class NoticeFilterSerializer(serializers.Serializer):
     ),
     retrieve=extend_schema(summary="A customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}),
     create=extend_schema(
-        summary="Create a customer (staff)", responses={201: CustomerSerializer, **STAFF_ERRORS}
+        summary="Create a customer (staff)", responses={201: CustomerSerializer, **STAFF_WRITE_ERRORS}
     ),
     partial_update=extend_schema(
         summary="Update a customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}
@@ -320,7 +370,7 @@ class CustomerViewSet(
         description="Uptime per entitled product and location, and the month's credits. "
         "`output=csv` answers text/csv.",
         parameters=[
-            OpenApiParameter("period", str, required=True),
+            OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN),
             OpenApiParameter("output", str, enum=["json", "csv"], required=False),
         ],
         responses={200: StatementSerializer, (200, "text/csv"): str, **STAFF_ERRORS},
@@ -345,7 +395,7 @@ class CustomerViewSet(
     ),
     create=extend_schema(
         summary="Create an SLA policy with its tiers (staff)",
-        responses={201: SLAPolicySerializer, **STAFF_ERRORS},
+        responses={201: SLAPolicySerializer, **STAFF_WRITE_ERRORS},
     ),
 )
 class SLAPolicyViewSet(
@@ -415,7 +465,7 @@ class CreditNoticeViewSet(
     @extend_schema(
         summary="Compute the notices of a month for review (staff)",
         request=PeriodSerializer,
-        responses={200: ComputeResultSerializer, **STAFF_ERRORS},
+        responses={200: ComputeResultSerializer, **STAFF_WRITE_ERRORS},
     )
     @action(detail=False, methods=["post"])
     def compute(self, request: Request) -> Response:
@@ -439,7 +489,7 @@ class CreditNoticeViewSet(
         description="By `ids`, or every computed or failed notice of `period`. Sends nothing. "
         "The answer's `confirmation` goes to approve to send exactly these notices.",
         request=PreviewSerializer,
-        responses={200: SendPlanSerializer, **STAFF_ERRORS},
+        responses={200: SendPlanSerializer, **STAFF_WRITE_ERRORS},
     )
     @action(detail=False, methods=["post"], url_path="send-preview")
     def send_preview(self, request: Request) -> Response:
@@ -454,7 +504,7 @@ class CreditNoticeViewSet(
         description="Give `confirmation` (the token from send-preview: sends exactly what it showed), "
         'or `ids`/`period` with `"confirm": true`. Without either, nothing is sent: 400.',
         request=ApproveSerializer,
-        responses={200: SendResultSerializer, **STAFF_ERRORS},
+        responses={200: SendResultSerializer, **STAFF_WRITE_ERRORS},
     )
     @action(detail=False, methods=["post"])
     def approve(self, request: Request) -> Response:
@@ -478,7 +528,7 @@ class CreditNoticeViewSet(
 
     @extend_schema(
         summary="A month's notices as CSV, for finance (staff)",
-        parameters=[OpenApiParameter("period", str, required=True)],
+        parameters=[OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN)],
         responses={(200, "text/csv"): str, **STAFF_ERRORS},
     )
     @action(detail=False, methods=["get"], url_path="export")
@@ -492,7 +542,7 @@ class CreditNoticeViewSet(
     @extend_schema(
         summary="Cancel a notice before it is sent (staff)",
         request=None,
-        responses={200: NoticeSerializer, **STAFF_ERRORS},
+        responses={200: NoticeSerializer, **STAFF_WRITE_ERRORS},
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:

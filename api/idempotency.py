@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,10 @@ from api.exceptions import error_body
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 REPLAY_HEADER = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 255
+# Printable ASCII (a UUID, a hash, a request id): the schema gives this as the header's
+# pattern, spaces around it allowed (they are ignored), an empty value being no key.
+KEY_PATTERN = r"^[ \t]*(?:[!-~](?:[ -~]*[!-~])?)?[ \t]*$"
+_KEY = re.compile(r"[ -~]+")
 
 
 def fingerprint(request: Request) -> str:
@@ -49,7 +54,7 @@ def run(request: Request, handler: Callable[..., Response], *args: Any, **kwargs
     key = request._request.META.get(HEADER, "").strip()
     if not key or not request.user.is_authenticated:
         return handler(request, *args, **kwargs)
-    if len(key) > MAX_KEY_LENGTH or not key.isprintable():
+    if len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
         return _error(400, "invalid", f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} printable characters.")
     print_ = fingerprint(request)
     record, first = services.idempotency_claim(user=request.user, key=key, fingerprint=print_)

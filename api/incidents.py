@@ -455,8 +455,10 @@ class IncidentViewSet(_EditableIncidentViewSet):
     )
     def create(self, request: Request) -> Response:
         data = self._input(s.IncidentCreateSerializer)
-        # Impact began when the earliest window did, unless the caller says otherwise.
-        earliest = min((w["started_at"] for w in data["windows"]), default=None)
+        # Impact began when the earliest window did, unless the caller says otherwise; with
+        # no window, at the latest when it was detected (not "now", which would put the
+        # detection before the start and refuse the request).
+        earliest = min((w["started_at"] for w in data["windows"]), default=data["detected_at"])
         return self._open(
             data,
             kind=Incident.Kind.INCIDENT,

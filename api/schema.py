@@ -11,13 +11,18 @@ takes, and the webhooks we send.
 
 from __future__ import annotations
 
+import re
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 
 from api.filters import MAX_PAGE_SIZE
+from api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH
+from api.serializers import StrictSerializer
 
 DESCRIPTION = f"""\
 Incidents, impact, incident reports and SLA credits, as JSON.
@@ -69,9 +74,11 @@ IDEMPOTENCY_PARAMETER = OpenApiParameter(
     str,
     OpenApiParameter.HEADER,
     required=False,
+    pattern=KEY_PATTERN,
     description=(
-        "Any unique string (e.g. a UUID). A retry with the same key and body replays the first "
-        "response; the same key with a different body is a 422."
+        f"Any unique string of printable ASCII, at most {MAX_KEY_LENGTH} characters (e.g. a UUID). "
+        "A retry with the same key and body replays the first response; the same key with a "
+        "different body is a 422."
     ),
 )
 IF_MATCH_PARAMETER = OpenApiParameter(
@@ -83,7 +90,71 @@ IF_MATCH_PARAMETER = OpenApiParameter(
 )
 
 
+def decimal_pattern(field: serializers.DecimalField) -> str:
+    """The strings a DecimalField input accepts, as a pattern.
+
+    drf-spectacular's own (`^-?\\d{0,3}(?:\\.\\d{0,3})?$`) also matches "", "-" and ".",
+    which are refused, and says nothing of the bounds. The bounds our models use are
+    written in: a minimum of 0 (no sign) or above 0 (positive), and a maximum that is a
+    power of ten (1 for weights, 100 for percentages).
+    """
+    places = field.decimal_places or 0
+    whole: int | None = None if field.max_digits is None else field.max_digits - places
+    low = None if field.min_value is None else Decimal(field.min_value)
+    high = None if field.max_value is None else Decimal(field.max_value)
+    fraction = rf"(?:\.\d{{0,{places}}})?" if places else ""
+    top = ""
+    if high is not None and high > 0 and high == 10 ** int(high.log10()):
+        whole = int(high.log10())  # below the maximum, this many whole digits at most
+        top = f"|{int(high)}" + (rf"(?:\.0{{0,{places}}})?" if places else "")
+    if low is not None and low > 0:
+        # Positive: a whole part that is not zero, or a fraction with a digit that is not.
+        branches = (
+            [rf"[1-9]\d{{0,{whole - 1}}}{fraction}" if whole else rf"[1-9]\d*{fraction}"]
+            if whole != 0
+            else []
+        )
+        branches += [rf"0?\.0{{{zeros}}}[1-9]\d{{0,{places - zeros - 1}}}" for zeros in range(places)]
+        return "^(?:" + "|".join(branches) + top + ")$"
+    sign = "" if low is not None and low >= 0 else "-?"
+    digits = "0" if whole == 0 else (rf"\d{{1,{whole}}}" if whole else r"\d+")
+    fractional_only = rf"|\.\d{{1,{places}}}" if places else ""
+    return f"^{sign}(?:{digits}{fraction}{fractional_only}{top})$"
+
+
 class APIAutoSchema(AutoSchema):
+    def _map_serializer(
+        self, serializer: Any, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and isinstance(serializer, StrictSerializer):
+            # The API refuses any field it does not know (400 naming it): say so.
+            schema["additionalProperties"] = False
+        return schema
+
+    def _map_serializer_field(
+        self, field: Any, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.DecimalField) and "pattern" in schema and direction == "request":
+            schema["pattern"] = decimal_pattern(field)
+        return schema
+
+    def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        super()._insert_field_validators(field, schema)
+        branches = schema.get("oneOf")
+        if (
+            branches
+            and len(branches) == 2
+            and branches[1] == {"type": "string", "maxLength": 0}
+            and "format" not in branches[0]
+            and re.search(branches[0].get("pattern", "(?!)"), "")
+        ):
+            # drf-spectacular's `oneOf [pattern, empty]` for a blank-allowed field: when the
+            # pattern matches "" too, "" would match both branches, which oneOf refuses.
+            del schema["oneOf"]
+            schema.update(branches[0])
+
     def get_auth(self) -> list[dict[str, Any]]:
         auths = super().get_auth()
         anonymous_reads = any(
@@ -338,8 +409,36 @@ OPERATION_DESCRIPTIONS: dict[str, str] = {
 }
 
 
+_CONFIRMED = {"confirm": {"const": True}}
+_SOME_IDS = {"ids": {"minItems": 1}}
+# Request bodies whose fields are required in combination, which a serializer cannot
+# declare: a send preview needs a period or some ids; an approval needs a confirmation
+# token, or a period or ids with `"confirm": true`.
+REQUIRED_TOGETHER: dict[str, list[dict[str, Any]]] = {
+    "PreviewRequest": [
+        {"required": ["period"]},
+        {"required": ["ids"], "properties": _SOME_IDS},
+    ],
+    "ApproveRequest": [
+        {"required": ["confirmation"]},
+        {"required": ["period", "confirm"], "properties": _CONFIRMED},
+        {"required": ["ids", "confirm"], "properties": {**_SOME_IDS, **_CONFIRMED}},
+    ],
+}
+
+
 def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     result["info"]["description"] = DESCRIPTION
+    schemas = result.get("components", {}).get("schemas", {})
+    for name, alternatives in REQUIRED_TOGETHER.items():
+        if name in schemas:
+            schemas[name]["anyOf"] = alternatives
+    together = {f"#/components/schemas/{name}" for name in REQUIRED_TOGETHER}
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            if body and body["content"].get("application/json", {}).get("schema", {}).get("$ref") in together:
+                body["required"] = True
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             if isinstance(operation, dict) and not operation.get("description"):

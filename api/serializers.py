@@ -12,10 +12,12 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from core.text import TEXT_MAX_LENGTH
 from incidents.markdown import stored_html
 from incidents.models import (
     INCIDENT_STATUSES,
@@ -231,6 +233,8 @@ class IncidentSerializer(serializers.ModelSerializer):
 
 class ActionItemSerializer(serializers.ModelSerializer):
     incident = serializers.CharField(source="incident.public_id", read_only=True)
+    # "" when there is no tracker link: a URI or empty, as in the request.
+    tracker_url = serializers.URLField(read_only=True, allow_blank=True)
     owner = serializers.CharField(source="owner.get_username", allow_null=True, default=None, read_only=True)
 
     class Meta:
@@ -270,6 +274,45 @@ class OverallStatusSerializer(serializers.Serializer):
 
 # --- Writes --------------------------------------------------------------------------------
 
+# What the services take as a single-line name (core.text.clean_single_line): no control
+# characters or line breaks, and something besides spaces. The same rule here puts it in
+# the schema as a `pattern`, so a client can tell before sending.
+_LINE = r"[^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]"
+_NOT_SPACE = r"[^\s\x00-\x1f\x7f-\x9f\u2028\u2029]"
+SINGLE_LINE = RegexValidator(
+    rf"^{_LINE}*{_NOT_SPACE}{_LINE}*$", "One line of text, without control characters.", code="invalid"
+)
+
+
+def single_line(max_length: int = 200, **kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(max_length=max_length, validators=[SINGLE_LINE], **kwargs)
+
+
+# DRF refuses NUL in any string (ProhibitNullCharactersValidator); the other control
+# characters in multi-line text are removed by the service. The pattern says the first,
+# and for a required body that something besides spaces and control characters is left.
+NO_NUL = RegexValidator(r"^[^\x00]*$", "Null characters are not allowed.", code="null_characters_not_allowed")
+SOME_TEXT = RegexValidator(
+    r"^[^\x00]*[^\s\x00-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff][^\x00]*$",
+    "Text is required (and null characters are not allowed).",
+    code="required",
+)
+
+
+def text(*, required_text: bool = False, **kwargs: Any) -> serializers.CharField:
+    """Multi-line text (Markdown, notes): control characters are removed by the service."""
+    return serializers.CharField(
+        max_length=TEXT_MAX_LENGTH, validators=[SOME_TEXT if required_text else NO_NUL], **kwargs
+    )
+
+
+# Times the services accept (core.text.check_time): none before 1970, and a start or a
+# resolution not after now (a few minutes' clock skew allowed); planned times at most
+# about five years ahead. JSON Schema cannot bound a date-time, so the descriptions say it.
+PAST_TIME = "From 1970 to now (times in the future are refused)."
+PLANNED_TIME = "From 1970 to about five years from now."
+WINDOW_TIME = "From 1970; for an incident not after now, for a maintenance up to about five years ahead."
+
 
 class StrictSerializer(serializers.Serializer):
     """Input that refuses fields it does not know, naming them (`"components"` is a typo
@@ -289,9 +332,11 @@ class WindowInputSerializer(StrictSerializer):
         slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
     )
     level = serializers.ChoiceField(choices=ImpactWindow.Level.choices)
-    started_at = serializers.DateTimeField()
-    ended_at = serializers.DateTimeField(required=False, allow_null=True)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    started_at = serializers.DateTimeField(help_text=WINDOW_TIME)
+    ended_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text=f"Not before `started_at`. {WINDOW_TIME}"
+    )
+    description = text(required=False, allow_blank=True, default="")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # Checked here as well as in the service so that the error is nested under its
@@ -303,39 +348,40 @@ class WindowInputSerializer(StrictSerializer):
 
 
 class IncidentCreateSerializer(StrictSerializer):
-    title = serializers.CharField(max_length=200)
-    summary = serializers.CharField(required=False, allow_blank=True, default="")
-    body = serializers.CharField(
-        required=False, allow_blank=True, default="", help_text="First timeline entry (Markdown)."
-    )
+    title = single_line()
+    summary = text(required=False, allow_blank=True, default="")
+    body = text(required=False, allow_blank=True, default="", help_text="First timeline entry (Markdown).")
     impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.MINOR)
     status = serializers.ChoiceField(choices=OPEN_INCIDENT_STATUSES, default=Incident.Status.INVESTIGATING)
     started_at = serializers.DateTimeField(
         required=False,
         allow_null=True,
         default=None,
-        help_text="When customer impact began. Default: the start of the earliest window, else now.",
+        help_text="When customer impact began. Default: the start of the earliest window, else "
+        "`detected_at`, else now. " + PAST_TIME,
     )
-    detected_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    detected_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text=f"Not before `started_at`. {PAST_TIME}"
+    )
     recurrence_of = serializers.SlugRelatedField(
         slug_field="public_id", queryset=Incident.objects.all(), required=False, allow_null=True, default=None
     )
     is_public = serializers.BooleanField(default=True)
-    internal_notes = serializers.CharField(required=False, allow_blank=True, default="")
+    internal_notes = text(required=False, allow_blank=True, default="")
     notify = serializers.BooleanField(default=True, help_text="Notify subscribers of the first update.")
     windows = WindowInputSerializer(many=True, required=False, default=list)
 
 
 class MaintenanceCreateSerializer(StrictSerializer):
-    title = serializers.CharField(max_length=200)
-    summary = serializers.CharField(required=False, allow_blank=True, default="")
-    body = serializers.CharField(required=False, allow_blank=True, default="")
+    title = single_line()
+    summary = text(required=False, allow_blank=True, default="")
+    body = text(required=False, allow_blank=True, default="")
     impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.NONE)
     status = serializers.ChoiceField(choices=OPEN_MAINTENANCE_STATUSES, default=Incident.Status.SCHEDULED)
-    scheduled_for = serializers.DateTimeField()
-    scheduled_until = serializers.DateTimeField()
+    scheduled_for = serializers.DateTimeField(help_text=PLANNED_TIME)
+    scheduled_until = serializers.DateTimeField(help_text=f"Not before `scheduled_for`. {PLANNED_TIME}")
     is_public = serializers.BooleanField(default=True)
-    internal_notes = serializers.CharField(required=False, allow_blank=True, default="")
+    internal_notes = text(required=False, allow_blank=True, default="")
     notify = serializers.BooleanField(default=True)
     windows = WindowInputSerializer(many=True, required=False, default=list)
 
@@ -362,8 +408,10 @@ class UpdateCreateSerializer(StrictSerializer):
         choices=Incident.Status.choices,
         help_text="Must be a status of the incident's kind; resolved/completed resolves it.",
     )
-    body = serializers.CharField()
-    display_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    body = text(required_text=True)
+    display_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text=f"Default now. {WINDOW_TIME}"
+    )
     notify = serializers.BooleanField(default=True)
     levels = LevelInputSerializer(
         many=True,
@@ -378,27 +426,31 @@ class UpdateCreateSerializer(StrictSerializer):
 
 
 class ResolveSerializer(StrictSerializer):
-    body = serializers.CharField(required=False, allow_blank=True, default="")
-    resolved_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    body = text(required=False, allow_blank=True, default="")
+    resolved_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text=f"Default now. {WINDOW_TIME}"
+    )
     notify = serializers.BooleanField(default=True)
 
 
 class ReportSaveSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=IncidentReport.Kind.choices, default=IncidentReport.Kind.FULL)
-    summary = serializers.CharField(required=False, allow_blank=True, default="")
-    root_cause = serializers.CharField(required=False, allow_blank=True, default="")
-    remediation = serializers.CharField(required=False, allow_blank=True, default="")
-    impact_description = serializers.CharField(required=False, allow_blank=True, default="")
+    summary = text(required=False, allow_blank=True, default="")
+    root_cause = text(required=False, allow_blank=True, default="")
+    remediation = text(required=False, allow_blank=True, default="")
+    impact_description = text(required=False, allow_blank=True, default="")
 
 
 class ReportPublishSerializer(StrictSerializer):
-    published_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    published_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None, help_text="Default now."
+    )
 
 
 class ActionItemCreateSerializer(StrictSerializer):
     incident = serializers.SlugRelatedField(slug_field="public_id", queryset=Incident.objects.all())
-    title = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    title = single_line()
+    description = text(required=False, allow_blank=True, default="")
     type = serializers.ChoiceField(choices=ActionItem.Type.choices, default=ActionItem.Type.PREVENT)
     priority = serializers.ChoiceField(choices=ActionItem.Priority.choices, default=ActionItem.Priority.P2)
     owner = serializers.SlugRelatedField(
@@ -410,15 +462,21 @@ class ActionItemCreateSerializer(StrictSerializer):
     )
     due_date = serializers.DateField(required=False, allow_null=True, default=None)
     # No default: "" is not a URI, and the service defaults to "" (no tracker) itself.
-    tracker_url = serializers.URLField(required=False, allow_blank=True, max_length=200)
+    tracker_url = serializers.URLField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        # URLValidator takes these schemes only; `format: uri` alone allows any (`urn:x`).
+        validators=[RegexValidator(r"^(?:[hH][tT][tT][pP][sS]?|[fF][tT][pP][sS]?)://", code="invalid")],
+    )
     is_public = serializers.BooleanField(default=False)
 
 
 class IncidentEditSerializer(StrictSerializer):
     """A partial edit: send only what changes. Status moves through updates, not here."""
 
-    title = serializers.CharField(max_length=200, required=False)
-    summary = serializers.CharField(required=False, allow_blank=True)
+    title = single_line(required=False)
+    summary = text(required=False, allow_blank=True)
     impact = serializers.ChoiceField(choices=Incident.Impact.choices, required=False)
     is_public = serializers.BooleanField(required=False, help_text="Visibility on the public page and API.")
 
@@ -431,12 +489,14 @@ class WindowEditSerializer(StrictSerializer):
         slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
     )
     level = serializers.ChoiceField(choices=ImpactWindow.Level.choices, required=False)
-    started_at = serializers.DateTimeField(required=False)
-    ended_at = serializers.DateTimeField(required=False, allow_null=True)
-    description = serializers.CharField(required=False, allow_blank=True)
+    started_at = serializers.DateTimeField(required=False, help_text=WINDOW_TIME)
+    ended_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text=f"Not before `started_at`. {WINDOW_TIME}"
+    )
+    description = text(required=False, allow_blank=True)
 
 
 class WindowEndSerializer(StrictSerializer):
     ended_at = serializers.DateTimeField(
-        required=False, allow_null=True, default=None, help_text="Defaults to now."
+        required=False, allow_null=True, default=None, help_text=f"Defaults to now. {WINDOW_TIME}"
     )

@@ -389,3 +389,50 @@ def test_it_serves_the_last_good_page_when_rendering_fails(world: World, caplog:
     # The last good render (marked stale), not an error page.
     assert world.ongoing.title.encode() in response.content
     assert "serving the last good copy" in caplog.text
+
+
+def test_it_starts_an_incident_at_its_detection_when_no_start_is_given(
+    staff_api: Client, world: World
+) -> None:
+    # Found by schemathesis (positive_data_acceptance): the start defaulted to now, which put
+    # a past detection before the start and refused a valid request.
+    response = staff_api.post(
+        "/api/v1/incidents/",
+        {"title": "Found by a probe", "detected_at": "2026-11-30T10:00:00Z", "notify": False},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["started_at"] == response.json()["detected_at"] == "2026-11-30T10:00:00Z"
+    assert (
+        Incident.objects.get(public_id=response.json()["id"]).started_at.isoformat()
+        == "2026-11-30T10:00:00+00:00"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/credit-notices/compute/", {"period": "2026-13"}, "period"),
+        ("/api/v1/sla-policies/", {"name": "A", "target": "", "tiers": []}, "target"),
+        ("/api/v1/sla-policies/", {"name": "A", "target": "0", "tiers": []}, "target"),
+        ("/api/v1/customers/", {"name": "A", "billing_emails": ["a'b@example.com"]}, "billing_emails"),
+        ("/api/v1/customers/", {"name": "A", "billing_emails": []}, "billing_emails"),
+        ("/api/v1/action-items/", {"incident": "x", "title": "A", "tracker_url": "urn:x"}, "tracker_url"),
+    ],
+)
+def test_it_refuses_what_the_schema_calls_invalid(
+    staff_api: Client, world: World, path: str, body: dict[str, Any], field: str
+) -> None:
+    # Each of these passed the old schema (an empty decimal, any string as a period, a quote
+    # in an address, a URI of any scheme) and was refused: the schema now says so too.
+    response = staff_api.post(path, body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert field in {name.split(".")[0] for name in response.json()["error"]["fields"]}
+
+
+def test_it_refuses_an_empty_period_filter_on_credit_notices(staff_api: Client, world: World) -> None:
+    # Found by schemathesis (negative_data_rejection): `?period=` listed every notice, as if
+    # no filter had been given, where the schema says a period is YYYY-MM.
+    response = staff_api.get("/api/v1/credit-notices/?period=")
+    assert response.status_code == 400, response.content
+    assert "period" in response.json()["error"]["fields"]
