@@ -61,13 +61,14 @@ display_time_lazy = lazy(display_time, str)
 
 def render_email(name: str, context: dict[str, Any], *, language: str | None = None) -> RenderedEmail:
     """The subject, text and HTML of `name`, in `language` (default: the site's)."""
-    base = {
-        "site_name": settings.SITE_NAME,
-        "site_title": site_title(settings.SITE_NAME),
-        "site_url": settings.SITE_URL,
-        **context,
-    }
     with translation.override(language or settings.LANGUAGE_CODE):
+        # The site's title is translated ("Acme status", "État de Acme"): in the email's language.
+        base = {
+            "site_name": settings.SITE_NAME,
+            "site_title": site_title(settings.SITE_NAME),
+            "site_url": settings.SITE_URL,
+            **context,
+        }
         base["language"] = translation.get_language()
         # A subject is one line: template newlines and runs of spaces collapse to one space.
         subject = _WHITESPACE.sub(" ", render_to_string(f"emails/{name}_subject.txt", base)).strip()
@@ -79,6 +80,14 @@ def render_email(name: str, context: dict[str, Any], *, language: str | None = N
 
 
 def subscriber_links(subscriber: Subscriber) -> dict[str, str]:
+    # In the subscriber's language: a French subscriber's links open the French pages
+    # (/fr/manage/...), an English one's the bare paths, whatever language the request
+    # or task that sends the email has active.
+    with translation.override(subscriber.language):
+        return _subscriber_links(subscriber)
+
+
+def _subscriber_links(subscriber: Subscriber) -> dict[str, str]:
     return {
         "confirm_url": absolute_url(
             reverse("subscriptions:confirm", args=[make_token(subscriber, Purpose.CONFIRM)])
@@ -143,10 +152,13 @@ class SubscriberTemplate:
     def spec_for(self, *, subscriber: Subscriber, key: str) -> EmailSpec:
         if subscriber.language != self.language:
             raise ValueError(f"a {self.language!r} email for a {subscriber.language!r} subscriber")
-        manage = absolute_url(reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)]))
-        unsubscribe = absolute_url(
-            reverse("subscriptions:unsubscribe", args=[make_token(subscriber, Purpose.UNSUBSCRIBE)])
-        )
+        with translation.override(subscriber.language):  # its links open pages in its language
+            manage = absolute_url(
+                reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)])
+            )
+            unsubscribe = absolute_url(
+                reverse("subscriptions:unsubscribe", args=[make_token(subscriber, Purpose.UNSUBSCRIBE)])
+            )
 
         def fill(text: str, address: str) -> str:
             return (

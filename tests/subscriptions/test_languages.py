@@ -72,10 +72,10 @@ def test_it_confirms_a_french_subscriber_in_french_and_an_english_one_in_english
             subscription_services.subscriber_request(email="erin@example.com", language="en")
 
     french = _email("amelie@example.com", "subscription-confirm:")
-    assert french.subject == "Confirmez votre abonnement à Acme status"
+    assert french.subject == "Confirmez votre abonnement à État de Acme"
     assert "Quelqu’un, probablement vous, a demandé à recevoir les notifications" in french.body_text
     assert "Le lien est valable 7 jours." in french.body_text
-    assert _fr("Se désabonner : http://testserver/unsubscribe/") in french.body_text
+    assert _fr("Se désabonner : http://testserver/fr/unsubscribe/") in french.body_text
     assert '<html lang="fr">' in french.body_html
     assert "Confirmer l’abonnement</a>" in french.body_html
     assert "Confirm subscription" not in french.body_text + french.body_html
@@ -97,17 +97,17 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
 
     french = _email("amelie@example.com", "notify:")
     # (A subject's whitespace is collapsed to plain spaces, no-break ones too.)
-    assert french.subject == "[Acme] En cours d’analyse : Gmail delivery delays"
+    assert french.subject == "[Acme] Analyse en cours : Gmail delivery delays"
     text = french.body_text
     assert text.startswith(
-        _fr("Nouvel incident : Gmail delivery delays\nStatut : En cours d’analyse · Impact : Majeur\n")
+        _fr("Nouvel incident : Gmail delivery delays\nStatut : Analyse en cours · Impact : Majeur\n")
     )
     assert _fr("Concerné : Gmail\nRégions : europe-west1\nDébut : 1 déc. 2026 à 14:05 UTC\n") in text
-    assert _fr("En cours d’analyse (1 déc. 2026 à 14:05 UTC) :\nWe are looking into it.") in text
+    assert _fr("Analyse en cours (1 déc. 2026 à 14:05 UTC) :\nWe are looking into it.") in text
     assert "Vous recevez ce message parce que amelie@example.com est abonné" in text
     html = french.body_html
     assert '<html lang="fr">' in html
-    assert ">Statut</td><td>En cours d’analyse</td>" in html
+    assert ">État</td><td>Analyse en cours</td>" in html
     assert ">Début</td><td>1 déc. 2026 à 14:05 UTC</td>" in html
     assert "Voir sur la page d’état</a>" in html
     assert "Se désabonner</a>" in html
@@ -165,7 +165,7 @@ def test_it_renders_a_fan_out_once_per_language(
                 expected.text,
                 expected.html,
             )
-    assert OutboundMessage.objects.filter(subject__contains="En cours d’analyse").count() == 3
+    assert OutboundMessage.objects.filter(subject__contains="Analyse en cours").count() == 3
 
 
 def test_it_refuses_to_fill_a_render_for_another_language(gmail) -> None:
@@ -199,27 +199,23 @@ def test_it_writes_slack_messages_in_the_channels_language(gmail) -> None:
     payload = channels.payload_for(slack, message)
     assert payload["text"] == _fr("Nouvel incident : Gmail delivery delays")
     fields = [f["text"] for f in payload["blocks"][1]["fields"]]
-    assert "*Statut*\nEn cours d’analyse" in fields
+    assert "*État*\nAnalyse en cours" in fields
     assert "*Début*\n1 déc. 2026 à 14:05 UTC" in fields
 
 
 def test_it_stores_the_language_of_the_subscribe_page(
     client: Client, django_capture_on_commit_callbacks
 ) -> None:
-    def subscribe(email: str) -> None:
+    def subscribe(path: str, email: str) -> None:
         with django_capture_on_commit_callbacks(execute=True):
-            response = client.post("/subscribe/", {"kind": "email", "email": email, "scope": "all"})
+            response = client.post(path, {"kind": "email", "email": email, "scope": "all"})
         assert response.status_code == 302
 
-    # The page's language is what is active in the view (/fr/subscribe/ once the French
-    # URL prefix is there; here the override stands for it).
-    with translation.override("fr"):
-        subscribe("amelie@example.com")
-    with translation.override("fr-ca"):
-        subscribe("celine@example.com")
-    subscribe("erin@example.com")
+    # The page's language is the one its path gives: French under /fr/.
+    subscribe("/fr/subscribe/", "amelie@example.com")
+    subscribe("/subscribe/", "erin@example.com")
     stored = dict(Subscriber.objects.values_list("email", "language"))
-    assert stored == {"amelie@example.com": "fr", "celine@example.com": "fr", "erin@example.com": "en"}
+    assert stored == {"amelie@example.com": "fr", "erin@example.com": "en"}
     assert _email("amelie@example.com", "subscription-confirm:").subject.startswith("Confirmez")
     assert _email("erin@example.com", "subscription-confirm:").subject.startswith("Confirm your")
 
