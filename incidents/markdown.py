@@ -28,6 +28,7 @@ only when staff write, never on a page view.
 
 from __future__ import annotations
 
+import gc
 import math
 import multiprocessing
 import re
@@ -323,6 +324,11 @@ def _child(text: str, out: Connection, cpu_seconds: float) -> None:
     # refused because other work ran. ITIMER_PROF counts user + system time and raises at
     # the next bytecode; RLIMIT_CPU (whole seconds) kills the child should it be stuck in
     # one C call (a regular expression) that never returns to Python.
+    # No garbage collection in the child: a collection walks every object inherited
+    # from the parent (a web worker holds millions), writing to each one's header and so
+    # copying every page it sits on. Reference counting frees what a render drops, and
+    # the child exits right after.
+    gc.disable()
     signal.signal(signal.SIGPROF, _on_cpu_budget)
     signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
     hard_stop = math.ceil(cpu_seconds) + 1
@@ -367,7 +373,14 @@ def _convert_with_deadline(text: str, *, cpu_seconds: float, wall_seconds: float
     _warm_up()
     receiver, sender = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_child, args=(text, sender, cpu_seconds), daemon=True)
-    process.start()
+    # Frozen objects are skipped by collections, so a collection that starts in the child
+    # before it disables them does not touch (and copy) the parent's heap; unfrozen
+    # again at once, as the parent still collects them.
+    gc.freeze()
+    try:
+        process.start()
+    finally:
+        gc.unfreeze()
     sender.close()
     try:
         # The wall clock is only a backstop (a child starved of CPU for seconds, or
