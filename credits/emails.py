@@ -8,6 +8,7 @@ durations and figures ("99,95 %", "2 déc. 2026") are all the customer's.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
@@ -163,75 +164,170 @@ def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
 _NAME_MARK = "customer-name-5d2b8e41"
 
 
+# What a letter reads of each thing, as field names: the model paths below and the
+# approval's set-based load (credits.services) take the same values, so both build the
+# same letter key.
+POLICY_FIELDS = ("pk", "name", "time_zone", "target", "claim_window_days")
+INCIDENT_FIELDS = (
+    "pk",
+    "title",
+    "is_public",
+    "public_id",
+    "started_at",
+    "resolved_at",
+    "updated_at",
+    "status",
+)
+
+
+def letter_key(
+    *,
+    policy: tuple[Any, ...],
+    language: str,
+    term_end_date: date | None,
+    currency: str,
+    customer_policy_id: int | None,
+    period: str,
+    unit: str,
+    credit: Decimal,
+    credit_amount: Decimal | None,
+    downtime_minutes: Decimal,
+    uptime_percent: Decimal,
+    claim_deadline: date | None,
+    term_extended: bool,
+    computed_at: datetime,
+    incidents: tuple[tuple[Any, ...], ...],
+    entitlements: Iterable[tuple[int, int | None, int | None]],
+) -> tuple[Any, ...]:
+    """Everything a credit letter says but the customer's name (and the site's own name
+    and address, fixed for a renderer's life), as one hashable value: two notices with
+    equal keys get the same letter, word for word.
+
+    `policy` holds the POLICY_FIELDS of the notice's policy; `incidents` the
+    INCIDENT_FIELDS of each incident it names, by start (updated_at and status move when
+    a report is written or published, which the letter quotes); `entitlements` the
+    customer's (product, location, policy) rows, of which only those under the notice's
+    policy decide the customer's own share of each incident.
+    """
+    policy_id = policy[0]
+    entitled = tuple(
+        sorted(
+            (product_id, location_id or 0)
+            for product_id, location_id, own_policy in entitlements
+            if (own_policy or customer_policy_id) == policy_id
+        )
+    )
+    # The breakdown measures an incident still open up to the computation.
+    ongoing = any(incident[5] is None for incident in incidents)
+    return (
+        language,  # two customers alike in all else get different letters
+        policy,
+        term_end_date,
+        currency,
+        period,
+        unit,
+        credit,
+        credit_amount,
+        downtime_minutes,
+        uptime_percent,
+        claim_deadline,
+        term_extended,
+        computed_at if ongoing else None,
+        incidents,
+        entitled,
+    )
+
+
+def notice_letter_key(notice: CreditNotice) -> tuple[Any, ...]:
+    """`letter_key` of a loaded notice (its customer, policy, incidents and the customer's
+    entitlements are read through the instance: prefetch them for many)."""
+    policy, customer = notice.policy, notice.customer
+    return letter_key(
+        policy=tuple(getattr(policy, f) for f in POLICY_FIELDS),
+        language=customer.language,
+        term_end_date=customer.term_end_date,
+        currency=customer.currency,
+        customer_policy_id=customer.policy_id,
+        period=notice.period,
+        unit=notice.unit,
+        credit=notice.credit,
+        credit_amount=notice.credit_amount,
+        downtime_minutes=notice.downtime_minutes,
+        uptime_percent=notice.uptime_percent,
+        claim_deadline=notice.claim_deadline,
+        term_extended=notice.term_extended_at is not None,
+        computed_at=notice.computed_at,
+        incidents=tuple(
+            tuple(getattr(i, f) for f in INCIDENT_FIELDS)
+            for i in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk))
+        ),
+        entitlements=[(e.product_id, e.location_id, e.policy_id) for e in customer.entitlements.all()],
+    )
+
+
+# A letter with a stand-in for the customer's name, or None when the name would be in the
+# subject (such a letter is rendered per notice).
+SharedLetter = tuple[str, str, str] | None
+
+
 class CreditNoticeRenderer:
     """`render_credit_notice` for many notices, rendering each distinct email once.
 
     The templates read nothing of a notice but the values of `notice_context`, and the only
-    per-customer one among them is the name. Notices alike in everything else (same policy,
-    period, incidents, figures and dates: the common case when one outage hits many
-    customers on one plan) share one render; the name is put in afterwards, escaped for
-    HTML as the template would. Tests hold it equal to a render per notice.
+    per-customer one among them is the name. Notices with the same `letter_key` (the
+    common case when one outage hits many customers on one plan) share one render; the
+    name is put in afterwards, escaped for HTML as the template would. Tests hold it equal
+    to a render per notice.
+
+    A caller that computes keys from plain values (credits.services, approving thousands
+    of notices) asks `knows(key)` and hands over one loaded notice per new key to
+    `learn`, which checks that the notice's own key is the one given.
     """
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+        self._memo: dict[tuple[Any, ...], SharedLetter] = {}
+
+    def knows(self, key: tuple[Any, ...]) -> bool:
+        return key in self._memo
+
+    def learn(self, key: tuple[Any, ...], notice: CreditNotice) -> SharedLetter:
+        """Render `notice` with a stand-in for the name and remember it under `key`."""
+        own = notice_letter_key(notice)
+        if own != key:
+            # The set-based key and the instance's disagree: sharing a letter would send
+            # some customer another's figures. Never guess.
+            raise RuntimeError(
+                f"credit notice {notice.pk}: its letter key differs from the one computed for it"
+            )
+        with translation.override(notice.customer.language):
+            context = notice_context(notice)
+            stand_in = {**context, "customer": {"name": _NAME_MARK}}
+            subject = " ".join(render_to_string(SUBJECT, stand_in).split())
+            letter: SharedLetter = (
+                None
+                if _NAME_MARK in subject
+                else (subject, render_to_string(TEXT, stand_in), render_to_string(HTML, stand_in))
+            )
+        self._memo[key] = letter
+        return letter
+
+    def letter(self, key: tuple[Any, ...]) -> SharedLetter:
+        """The letter learnt under `key` (the same tuple for every alike notice, so an
+        outbox shared body is stored once); None when it is rendered per notice."""
+        return self._memo[key]
 
     @staticmethod
-    def _shape(notice: CreditNotice) -> tuple[Any, ...]:
-        # Everything notice_context reads, but the customer's name (put in afterwards), so
-        # that alike notices skip building the context too.
-        policy, customer = notice.policy, notice.customer
-        # updated_at and status move when the report is written or published, which the
-        # letter quotes; the entitlements decide the customer's own share of each incident.
-        incidents = tuple(
-            (i.pk, i.title, i.is_public, i.public_id, i.started_at, i.resolved_at, i.updated_at, i.status)
-            for i in notice.incidents.all()
-        )
-        entitlements = tuple(
-            sorted((e.product_id, e.location_id or 0, e.policy_id or 0) for e in customer.entitlements.all())
-        )
-        return (
-            # The letter's language: two customers alike in all else get different letters.
-            customer.language,
-            settings.SITE_NAME,
-            settings.SITE_URL,
-            policy.pk,
-            policy.name,
-            policy.time_zone,
-            policy.target,
-            customer.term_end_date,
-            customer.currency,
-            notice.period,
-            notice.unit,
-            notice.credit,
-            notice.credit_amount,
-            notice.downtime_minutes,
-            notice.uptime_percent,
-            notice.claim_deadline,
-            notice.term_extended_at is not None,
-            incidents,
-            entitlements,
-        )
+    def fills(name: str) -> dict[str, str]:
+        return {_NAME_MARK: name}
 
     def shared(self, notice: CreditNotice) -> tuple[tuple[str, str, str], dict[str, str]] | None:
-        """The letter with a stand-in for the name, and {stand-in: name}; the same tuple
-        for every alike notice (so an outbox shared body is stored once). None when the
+        """The letter with a stand-in for the name, and {stand-in: name}; None when the
         name would be in the subject (rendered per notice then)."""
-        shape = self._shape(notice)
-        shared = self._memo.get(shape)
-        if shared is None:
-            with translation.override(notice.customer.language):
-                context = notice_context(notice)
-                stand_in = {**context, "customer": {"name": _NAME_MARK}}
-                shared = (
-                    " ".join(render_to_string(SUBJECT, stand_in).split()),
-                    render_to_string(TEXT, stand_in),
-                    render_to_string(HTML, stand_in),
-                )
-            self._memo[shape] = shared
-        if _NAME_MARK in shared[0]:
+        key = notice_letter_key(notice)
+        letter = self._memo[key] if key in self._memo else self.learn(key, notice)
+        if letter is None:
             return None
-        return shared, {_NAME_MARK: notice.customer.name}
+        return letter, self.fills(notice.customer.name)
 
     def render(self, notice: CreditNotice) -> tuple[str, str, str]:
         parts = self.shared(notice)

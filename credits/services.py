@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
@@ -468,10 +468,10 @@ class SendSummary:
     skipped: int = 0
 
 
-def notice_outbox_key(notice: CreditNotice) -> str:
+def notice_outbox_key(customer_id: int, policy_id: int, period: str) -> str:
     # Per customer, policy and period, not per row: even if a notice were deleted and
     # computed again, its email could not be queued a second time.
-    return f"credit-notice:{notice.customer_id}:{notice.policy_id}:{notice.period}"
+    return f"credit-notice:{customer_id}:{policy_id}:{period}"
 
 
 def credits_approve_and_send(
@@ -508,8 +508,7 @@ def credits_approve_and_send(
     with transaction.atomic():
         done = 0
         for chunk in _chunks(ids):
-            rows = _lock_chunk(chunk)
-            _approve_chunk(rows, actor=actor, now=now, summary=summary, renderer=renderer)
+            _approve_chunk(_lock_chunk(chunk), actor=actor, now=now, summary=summary, renderer=renderer)
             done += len(chunk)
             if progress and len(ids) > len(chunk):
                 progress(done, len(ids))
@@ -524,25 +523,99 @@ def _cached(queryset: QuerySet[Any], rows: list[Any]) -> QuerySet[Any]:
     return queryset
 
 
-def _lock_chunk(chunk: list[int]) -> list[CreditNotice]:
-    """The notices of `chunk`, locked, with their customer, policy, incidents (by start)
-    and the customer's entitlements loaded, as the renderer reads them.
+class _NoticeRow(NamedTuple):
+    """What approving reads of a notice and its customer, as plain values."""
 
-    What prefetch_related would do, in a few plain queries: its per-notice manager and
-    filtered queryset cost more than the rendering. Notices naming the same incidents
-    share one queryset (and the Incident objects), and every notice of a policy shares
-    the policy object.
-    """
-    rows = list(
-        CreditNotice.objects.select_for_update(of=("self",))
-        .filter(pk__in=chunk)
-        .select_related("customer")
+    pk: int
+    state: str
+    customer_id: int
+    policy_id: int
+    period: str
+    unit: str
+    credit: Decimal
+    credit_amount: Decimal | None
+    downtime_minutes: Decimal
+    uptime_percent: Decimal
+    term_extended_at: datetime | None
+    computed_at: datetime
+    message_id: int | None
+    name: str
+    billing_emails: list[str]
+    language: str
+    term_end_date: date | None
+    currency: str
+    customer_policy_id: int | None
+
+
+_ROW_COLUMNS = (
+    *_NoticeRow._fields[:13],
+    "customer__name",
+    "customer__billing_emails",
+    "customer__language",
+    "customer__term_end_date",
+    "customer__currency",
+    "customer__policy_id",
+)
+
+
+@dataclass
+class _Chunk:
+    """A chunk of notices, locked, with what their letters read, as plain values."""
+
+    rows: list[_NoticeRow]
+    policies: dict[int, SLAPolicy]
+    incidents: dict[int, tuple[tuple[Any, ...], ...]]  # notice id -> INCIDENT_FIELDS, by start
+    entitlements: dict[int, list[tuple[int, int | None, int | None]]]  # customer id -> rows
+
+
+def _lock_chunk(chunk: list[int]) -> _Chunk:
+    """The notices of `chunk`, locked, as values: no model instance per notice (building
+    them, and reading a letter's facts through them, cost more than everything else).
+    Notices naming the same incidents share one tuple of the incidents' facts."""
+    rows = [
+        _NoticeRow._make(values)
+        for values in CreditNotice.objects.select_for_update(of=("self",))
+        .filter(bulk.AnyOf(F("pk"), chunk))
         .order_by("pk")
-    )
+        .values_list(*_ROW_COLUMNS)
+    ]
     policies = SLAPolicy.objects.in_bulk({n.policy_id for n in rows})
     links: dict[int, list[int]] = {}
     through = CreditNotice.incidents.through
-    for notice_id, incident_id in through.objects.filter(creditnotice_id__in=chunk).values_list(
+    for notice_id, incident_id in through.objects.filter(bulk.AnyOf(F("creditnotice_id"), chunk)).values_list(
+        "creditnotice_id", "incident_id"
+    ):
+        links.setdefault(notice_id, []).append(incident_id)
+    facts = {
+        values[0]: values
+        for values in Incident.objects.filter(pk__in={i for ids in links.values() for i in ids}).values_list(
+            *emails.INCIDENT_FIELDS
+        )
+    }
+    by_set: dict[tuple[int, ...], tuple[tuple[Any, ...], ...]] = {}
+    incidents: dict[int, tuple[tuple[Any, ...], ...]] = {}
+    for notice_id, ids in links.items():
+        named = tuple(sorted(ids))
+        if named not in by_set:
+            # By start, as the letter lists them (started_at is index 4 of INCIDENT_FIELDS).
+            by_set[named] = tuple(sorted((facts[i] for i in named), key=lambda f: (f[4], f[0])))
+        incidents[notice_id] = by_set[named]
+    entitlements: dict[int, list[tuple[int, int | None, int | None]]] = {}
+    for customer_id, product_id, location_id, policy_id in CustomerEntitlement.objects.filter(
+        bulk.AnyOf(F("customer_id"), {n.customer_id for n in rows})
+    ).values_list("customer_id", "product_id", "location_id", "policy_id"):
+        entitlements.setdefault(customer_id, []).append((product_id, location_id, policy_id))
+    return _Chunk(rows=rows, policies=policies, incidents=incidents, entitlements=entitlements)
+
+
+def _load_for_render(pks: list[int], policies: dict[int, SLAPolicy]) -> dict[int, CreditNotice]:
+    """Notices as model instances, with their customer, policy, incidents (by start) and the
+    customer's entitlements loaded as the renderer reads them: one per distinct letter
+    when approving, so a few queries, not a prefetch per notice."""
+    rows = list(CreditNotice.objects.filter(pk__in=pks).select_related("customer").order_by("pk"))
+    links: dict[int, list[int]] = {}
+    through = CreditNotice.incidents.through
+    for notice_id, incident_id in through.objects.filter(creditnotice_id__in=pks).values_list(
         "creditnotice_id", "incident_id"
     ):
         links.setdefault(notice_id, []).append(incident_id)
@@ -552,26 +625,23 @@ def _lock_chunk(chunk: list[int]) -> list[CreditNotice]:
         customer_id__in={n.customer_id for n in rows}
     ).order_by("pk"):
         entitlements.setdefault(entitlement.customer_id, []).append(entitlement)
-    named: dict[tuple[int, ...], QuerySet[Incident]] = {}
     for notice in rows:
         notice.policy = policies[notice.policy_id]
-        ids = tuple(sorted(links.get(notice.pk, ()), key=lambda i: (incidents[i].started_at, i)))
-        if ids not in named:
-            named[ids] = _cached(
+        ids = sorted(links.get(notice.pk, ()), key=lambda i: (incidents[i].started_at, i))
+        notice._prefetched_objects_cache = {  # type: ignore[attr-defined]
+            "incidents": _cached(
                 Incident.objects.filter(pk__in=ids).order_by("started_at", "id"), [incidents[i] for i in ids]
             )
-        notice._prefetched_objects_cache = {"incidents": named[ids]}  # type: ignore[attr-defined]
-        # A list, not a queryset per customer (building 5,000 filtered querysets cost
-        # more than everything else here): the renderer only iterates
-        # `customer.entitlements.all()`; anything else on it fails loudly, never queries
-        # the wrong rows.
+        }
+        # A list, not a queryset: the renderer only iterates `customer.entitlements.all()`;
+        # anything else on it fails loudly, never queries the wrong rows.
         customer: Any = notice.customer
         customer._prefetched_objects_cache = {"entitlements": entitlements.get(notice.customer_id, [])}
-    return rows
+    return {notice.pk: notice for notice in rows}
 
 
 # A chunk is a few statements whatever its size (arrays on PostgreSQL); 5,000 keeps the
-# model instances of one chunk small.
+# rows of one chunk small.
 APPROVE_CHUNK = 5000
 
 
@@ -579,82 +649,115 @@ def _chunks(items: list[int], size: int = APPROVE_CHUNK) -> list[list[int]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
+def _letters(
+    chunk: _Chunk,
+    to_queue: list[_NoticeRow],
+    deadlines: dict[int, date],
+    renderer: emails.CreditNoticeRenderer,
+) -> tuple[list[tuple[Any, ...]], dict[int, CreditNotice]]:
+    """The letter key of each notice to queue (computed from the chunk's values), with the
+    renderer taught every new one; and, loaded, the notices whose letter is rendered per
+    notice (none with today's subject)."""
+    policy_facts = {
+        pk: tuple(getattr(policy, f) for f in emails.POLICY_FIELDS) for pk, policy in chunk.policies.items()
+    }
+    keys = []
+    first: dict[tuple[Any, ...], int] = {}
+    for n in to_queue:
+        key = emails.letter_key(
+            policy=policy_facts[n.policy_id],
+            language=n.language,
+            term_end_date=n.term_end_date,
+            currency=n.currency,
+            customer_policy_id=n.customer_policy_id,
+            period=n.period,
+            unit=n.unit,
+            credit=n.credit,
+            credit_amount=n.credit_amount,
+            downtime_minutes=n.downtime_minutes,
+            uptime_percent=n.uptime_percent,
+            claim_deadline=deadlines[n.policy_id],
+            term_extended=n.term_extended_at is not None,
+            computed_at=n.computed_at,
+            incidents=chunk.incidents.get(n.pk, ()),
+            entitlements=chunk.entitlements.get(n.customer_id, ()),
+        )
+        keys.append(key)
+        if key not in first and not renderer.knows(key):
+            first[key] = n.pk
+    if first:
+        loaded = _load_for_render(list(first.values()), chunk.policies)
+        for key, pk in first.items():
+            notice = loaded[pk]
+            notice.claim_deadline = deadlines[notice.policy_id]
+            renderer.learn(key, notice)
+    personal = [n.pk for n, key in zip(to_queue, keys, strict=True) if renderer.letter(key) is None]
+    singles = _load_for_render(personal, chunk.policies) if personal else {}
+    for notice in singles.values():
+        notice.claim_deadline = deadlines[notice.policy_id]
+    return keys, singles
+
+
 def _approve_chunk(
-    rows: list[CreditNotice],
+    chunk: _Chunk,
     *,
     actor: AbstractBaseUser | None,
     now: datetime,
     summary: SendSummary,
     renderer: emails.CreditNoticeRenderer,
 ) -> None:
-    to_queue = [n for n in rows if n.state in (NoticeState.COMPUTED, NoticeState.APPROVED)]
+    to_queue = [n for n in chunk.rows if n.state in (NoticeState.COMPUTED, NoticeState.APPROVED)]
+    # The claim deadline runs from the day the letter goes out, in the policy's zone.
+    deadlines = {
+        pk: claim_deadline_on(policy, now.astimezone(ZoneInfo(policy.time_zone)).date())
+        for pk, policy in chunk.policies.items()
+    }
+    keys, singles = _letters(chunk, to_queue, deadlines, renderer)
     specs: list[outbox.EmailSpec | outbox.SharedEmailSpec] = []
     bodies: dict[tuple[str, str, str], outbox.SharedBody] = {}
-    deadlines: dict[int, date] = {}
-    for notice in to_queue:
-        # The claim deadline runs from the day the letter goes out, in the policy's zone.
-        deadline = deadlines.get(notice.policy_id)
-        if deadline is None:
-            deadline = claim_deadline_on(
-                notice.policy, now.astimezone(ZoneInfo(notice.policy.time_zone)).date()
-            )
-            deadlines[notice.policy_id] = deadline
-        notice.claim_deadline = deadline
-        key = notice_outbox_key(notice)
-        to = list(notice.customer.billing_emails)
-        parts = renderer.shared(notice)
-        if parts is None:
-            subject, text, html = emails.render_credit_notice(notice)
+    for n, letter_key in zip(to_queue, keys, strict=True):
+        key = notice_outbox_key(n.customer_id, n.policy_id, n.period)
+        letter = renderer.letter(letter_key)
+        if letter is None:
+            subject, text, html = emails.render_credit_notice(singles[n.pk])
             specs.append(
                 outbox.EmailSpec(
                     key=key,
-                    to=to,
+                    to=list(n.billing_emails),
                     subject=subject,
                     text=text,
                     html=html,
                     purpose=OUTBOX_PURPOSE,
-                    ref=f"notice:{notice.pk}",
+                    ref=f"notice:{n.pk}",
                 )
             )
             continue
-        letter, fills = parts
         body = bodies.get(letter)
         if body is None:
             body = bodies[letter] = outbox.SharedBody(*letter)
         specs.append(
             outbox.SharedEmailSpec(
-                key=key, to=to, body=body, fills=fills, purpose=OUTBOX_PURPOSE, ref=f"notice:{notice.pk}"
+                key=key,
+                to=list(n.billing_emails),
+                body=body,
+                fills=renderer.fills(n.name),
+                purpose=OUTBOX_PURPOSE,
+                ref=f"notice:{n.pk}",
             )
         )
     if to_queue:
-        keys = outbox.messages_enqueue_many(specs)
-        # The rows the keys name (new, or queued under this key before): one SELECT, then
-        # every notice approved, linked and given its deadline in one UPDATE.
-        stored = {
-            key: (pk, message_id, state)
-            for key, pk, message_id, state in OutboundMessage.objects.filter(
-                idempotency_key__in=keys
-            ).values_list("idempotency_key", "pk", "message_id", "state")
-        }
+        stored = outbox.messages_enqueue_many(specs)
+        # Every notice approved, linked and given its deadline in one UPDATE.
         actor_id = actor.pk if actor is not None and getattr(actor, "is_authenticated", False) else None
         updates = []
         sent_before = []
-        for notice, key in zip(to_queue, keys, strict=True):
-            message_pk, message_id, state = stored[key]
+        for n, spec in zip(to_queue, specs, strict=True):
+            message_pk, message_id, state = stored[spec.key]
             updates.append(
-                (
-                    notice.pk,
-                    NoticeState.QUEUED,
-                    now,
-                    actor_id,
-                    message_pk,
-                    message_id,
-                    notice.claim_deadline,
-                    now,
-                )
+                (n.pk, NoticeState.QUEUED, now, actor_id, message_pk, message_id, deadlines[n.policy_id], now)
             )
             if state == MessageState.SENT:
-                sent_before.append(notice.pk)
+                sent_before.append(n.pk)
         bulk.bulk_update(
             CreditNotice,
             (
@@ -675,15 +778,19 @@ def _approve_chunk(
         for notice in CreditNotice.objects.filter(pk__in=sent_before).select_related("message"):
             assert notice.message is not None
             _mark_sent(notice, notice.message, extend_term=False)
-    for notice in rows:
-        if notice.state == NoticeState.FAILED and notice.message is not None:
-            outbox.message_retry(message=notice.message)
-            notice.state = NoticeState.QUEUED
-            notice.last_error = ""
-            notice.save(update_fields=["state", "last_error", "updated_at"])
-            summary.retried += 1
-        elif notice.state not in (NoticeState.COMPUTED, NoticeState.APPROVED):
-            summary.skipped += 1
+    failed = {n.pk for n in chunk.rows if n.state == NoticeState.FAILED and n.message_id is not None}
+    for notice in CreditNotice.objects.filter(pk__in=failed).select_related("message").order_by("pk"):
+        assert notice.message is not None
+        outbox.message_retry(message=notice.message)
+        notice.state = NoticeState.QUEUED
+        notice.last_error = ""
+        notice.save(update_fields=["state", "last_error", "updated_at"])
+    summary.retried += len(failed)
+    summary.skipped += sum(
+        1
+        for n in chunk.rows
+        if n.state not in (NoticeState.COMPUTED, NoticeState.APPROVED) and n.pk not in failed
+    )
 
 
 @transaction.atomic

@@ -132,3 +132,50 @@ def test_it_inserts_one_row_and_nothing() -> None:
     assert list(MessageBody.objects.values_list("digest", "subject", "text", "html", "created_at")) == [
         ("d", "S", "T", "", now)
     ]
+
+
+def test_insert_returning_gives_the_inserted_rows_only_where_the_backend_can_say() -> None:
+    from django.db import connection
+
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    rows = _rows(now)
+    first = bulk.bulk_insert_returning(
+        OutboundMessage, FIELDS, rows[:3], ("idempotency_key", "pk"), ignore_conflicts=True
+    )
+    stored = dict(OutboundMessage.objects.values_list("idempotency_key", "pk"))
+    again = bulk.bulk_insert_returning(
+        OutboundMessage, FIELDS, rows, ("idempotency_key", "pk"), ignore_conflicts=True
+    )
+    assert OutboundMessage.objects.count() == len(rows)
+    if connection.vendor == "postgresql":
+        assert first is not None and sorted(first) == sorted(stored.items())
+        # The three already there are skipped, and not returned.
+        assert again is not None
+        assert sorted(k for k, _ in again) == [f"key-{i}" for i in range(3, len(rows))]
+        assert dict(again) == {
+            k: pk for k, pk in OutboundMessage.objects.values_list("idempotency_key", "pk") if k not in stored
+        }
+    else:
+        assert first is None and again is None
+
+
+def test_any_of_matches_exactly_the_values_given() -> None:
+    from django.db.models import F
+
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    bulk.bulk_insert(OutboundMessage, FIELDS, _rows(now))
+    ids = dict(OutboundMessage.objects.values_list("idempotency_key", "pk"))
+    some = [ids["key-1"], ids["key-4"], 10**9]
+    assert sorted(
+        OutboundMessage.objects.filter(bulk.AnyOf(F("pk"), some)).values_list("pk", flat=True)
+    ) == sorted(some[:2])
+    # Text, with the characters an array literal has to quote.
+    keys = ["key-0", 'no "such" key, {really}', "key-5"]
+    assert sorted(
+        OutboundMessage.objects.filter(bulk.AnyOf(F("idempotency_key"), keys)).values_list(
+            "idempotency_key", flat=True
+        )
+    ) == ["key-0", "key-5"]
+    assert not OutboundMessage.objects.filter(bulk.AnyOf(F("pk"), [])).exists()
+    # A generator is read once, whatever the backend does with it.
+    assert OutboundMessage.objects.filter(bulk.AnyOf(F("pk"), (pk for pk in some))).count() == 2

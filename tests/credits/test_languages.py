@@ -33,6 +33,16 @@ def _notices() -> list[CreditNotice]:
     return list(CreditNotice.objects.select_related("customer", "policy").order_by("customer__name"))
 
 
+def _approve_and_compare() -> None:
+    """Approve every notice through the set-based path (letter keys from plain values),
+    then hold each queued email to a render of its notice alone."""
+    services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
+    for notice in _notices():
+        assert notice.message is not None
+        subject, text, html = notice.message.content()
+        assert (subject, text, html) == emails.render_credit_notice(notice), notice.customer.name
+
+
 def test_it_writes_a_french_customers_letter_in_french_with_french_figures(gmail_2009, settings) -> None:  # type: ignore[no-untyped-def]
     settings.SITE_NAME = "Status"
     policy = builders.workspace_policy()
@@ -82,6 +92,7 @@ def test_it_renders_alike_notices_apart_when_the_languages_differ(gmail_2009) ->
     assert english == emails.render_credit_notice(acme)
     assert french == emails.render_credit_notice(bertin)
     assert "Your credit" in english[1] and "Votre avoir" in french[1]
+    _approve_and_compare()
 
 
 def test_it_renders_alike_notices_apart_when_the_entitled_regions_differ(db) -> None:  # type: ignore[no-untyped-def]
@@ -127,6 +138,7 @@ def test_it_renders_alike_notices_apart_when_the_entitled_regions_differ(db) -> 
     assert east_letter != west_letter
     assert east_letter == emails.render_credit_notice(east_notice)
     assert west_letter == emails.render_credit_notice(west_notice)
+    _approve_and_compare()
 
 
 def test_it_validates_the_customers_language_in_the_services(db) -> None:  # type: ignore[no-untyped-def]

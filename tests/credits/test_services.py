@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from decimal import Decimal as D
 from zoneinfo import ZoneInfo
 
@@ -344,3 +344,58 @@ def test_it_renders_alike_notices_once_and_exactly_as_one_by_one(gmail_2009) -> 
     for notice in CreditNotice.objects.select_related("customer", "policy").order_by("pk"):
         assert renderer.render(notice) == emails.render_credit_notice(notice)
     assert len(renderer._memo) == 2  # with a term date and without: two distinct emails
+
+
+def test_a_letter_key_counts_only_the_products_under_the_notices_policy() -> None:
+    from credits import emails
+
+    def key(
+        customer_policy_id: int, entitlements: list[tuple[int, int | None, int | None]]
+    ) -> tuple[object, ...]:
+        return emails.letter_key(
+            policy=(7, "Workspace", "UTC", D("99.9"), 30),
+            language="en",
+            term_end_date=None,
+            currency="USD",
+            customer_policy_id=customer_policy_id,
+            period="2009-09",
+            unit="days",
+            credit=D(3),
+            credit_amount=None,
+            downtime_minutes=D(90),
+            uptime_percent=D("99.79"),
+            claim_deadline=None,
+            term_extended=False,
+            computed_at=datetime(2009, 10, 1, tzinfo=UTC),
+            incidents=(),
+            entitlements=entitlements,
+        )
+
+    # Gmail (1) with no policy of its own, Storage (2) under policy 7 explicitly: a
+    # customer on policy 7 has both under it, one on policy 8 only Storage. Their
+    # letters for policy 7 may tell different affected times, so the keys differ.
+    rows: list[tuple[int, int | None, int | None]] = [(1, None, None), (2, None, 7)]
+    assert key(7, rows) != key(8, rows)
+    # Entitlements under another policy do not matter, nor their order.
+    assert (
+        key(7, [(1, None, None), (3, 5, 9)])
+        == key(7, [(3, 5, 9), (1, None, None)])
+        == key(7, [(1, None, None)])
+    )
+
+
+def test_the_renderer_refuses_a_key_that_is_not_the_notices_own(gmail_2009) -> None:  # type: ignore[no-untyped-def]
+    from credits import emails
+
+    gmail, _ = gmail_2009
+    builders.customer("Acme", policy=builders.workspace_policy(), products=[(gmail, None)])
+    services.credits_compute(period="2009-09")
+    notice = CreditNotice.objects.select_related("customer", "policy").get()
+    renderer = emails.CreditNoticeRenderer()
+    key = emails.notice_letter_key(notice)
+    wrong = (*key[:-1], ((99, 0),))
+    with pytest.raises(RuntimeError, match="letter key"):
+        renderer.learn(wrong, notice)
+    assert not renderer.knows(wrong)
+    renderer.learn(key, notice)
+    assert renderer.knows(key)

@@ -126,3 +126,14 @@ def test_it_delivers_shared_bodies_once_each(smtp: SmtpSink, django_capture_on_c
         text = got.message.get_body(("plain",)).get_content()  # type: ignore[union-attr]
         assert f"Dear {name}," in text
     assert set(OutboundMessage.objects.values_list("state", flat=True)) == {MessageState.SENT}
+
+
+def test_enqueue_many_names_the_row_of_each_key_new_or_queued_before() -> None:
+    first = services.messages_enqueue_many([_spec(1, "Acme")])
+    both = services.messages_enqueue_many([_spec(1, "Acme"), _spec(2, "Zed")])
+    assert set(both) == {_spec(1, "Acme").key, _spec(2, "Zed").key}
+    for key, queued in both.items():
+        row = OutboundMessage.objects.get(idempotency_key=key)
+        assert queued == services.Queued(row.pk, row.message_id, row.state)
+    assert both[_spec(1, "Acme").key] == first[_spec(1, "Acme").key]
+    assert OutboundMessage.objects.count() == 2
