@@ -11,6 +11,10 @@
    Redis given, delivery goes through real `celery worker` processes (2 x 2 prefork
    children); otherwise each outbox row is delivered in this process through the same
    service the task calls (`message_deliver`), without a broker.
+   Reference for the approve step, same run (PostgreSQL): the database's own share, i.e.
+   the same rows written by SQL alone (lock the notices, INSERT a copy of each queued
+   email, UPDATE the notices, run the deferred constraint checks), rolled back: no
+   rendering, no validation, no Python per row. Prints notices/s of both and their ratio.
 3. Reference, same run: a bare loop sending the same M messages (same bytes) over ONE
    smtplib connection, no database, no Celery. Prints emails/s of both and their ratio.
 
@@ -207,6 +211,42 @@ def build_data(customers: int) -> None:
     CustomerEntitlement.objects.bulk_create(entitlements, batch_size=5000)
 
 
+def approve_floor(ids: list[int]) -> float:
+    """Seconds the database takes to write what approving `ids` wrote (after the approve
+    step ran): the notices locked, one email row per notice copied under a new key, the
+    notices updated, the deferred checks run; then rolled back."""
+    from django.db import connection, transaction
+
+    from outbox.services import _COLUMNS
+
+    columns = ", ".join(f'"{c}"' for c in _COLUMNS)
+    copied = columns.replace('"idempotency_key"', "\"idempotency_key\" || ':floor'")
+    array = "{" + ",".join(map(str, ids)) + "}"
+    with transaction.atomic(), connection.cursor() as cursor:
+        t0 = time.perf_counter()
+        cursor.execute(
+            "SELECT n.id, c.name, c.billing_emails FROM credits_creditnotice n "
+            "JOIN credits_customer c ON c.id = n.customer_id WHERE n.id = ANY(%s::int[]) FOR UPDATE OF n",
+            [array],
+        )
+        cursor.fetchall()
+        cursor.execute(
+            f"INSERT INTO outbox_outboundmessage ({columns}) SELECT {copied} FROM outbox_outboundmessage "  # noqa: S608 - names from the model
+            "WHERE id IN (SELECT message_id FROM credits_creditnotice WHERE id = ANY(%s::int[]))",
+            [array],
+        )
+        cursor.execute(
+            "UPDATE credits_creditnotice SET state = 'queued', approved_at = now(), updated_at = now(), "
+            "message_id = message_id, email_message_id = email_message_id, claim_deadline = claim_deadline "
+            "WHERE id = ANY(%s::int[])",
+            [array],
+        )
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        elapsed = time.perf_counter() - t0
+        transaction.set_rollback(True)
+    return elapsed
+
+
 def start_workers(env: dict[str, str], count: int) -> tuple[list[subprocess.Popen[bytes]], list[Path]]:
     celery = str(Path(sys.executable).with_name("celery"))
     logs_dir = Path(tempfile.mkdtemp(prefix="credits-bench-"))
@@ -299,8 +339,14 @@ def main() -> None:
         )
         approve_s = time.perf_counter() - t0
         print(
-            f"approve+queue: {len(ids):,} notices in {approve_s:.1f} s = {len(ids) / approve_s:,.0f} notices/s"
+            f"approve+queue: {len(ids):,} notices in {approve_s:.2f} s = {len(ids) / approve_s:,.0f} notices/s"
         )
+        if not args.database_url.startswith("sqlite"):
+            floor_s = approve_floor(ids)
+            print(
+                f"  the same rows by SQL alone (reference, rolled back): {floor_s:.2f} s = "
+                f"{len(ids) / floor_s:,.0f} notices/s; approve+queue / SQL alone: {floor_s / approve_s:.2f}"
+            )
         # Phase 2: deliver.
         if args.redis_url:
             env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
