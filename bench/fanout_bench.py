@@ -28,6 +28,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,21 +46,34 @@ from bench.credits_bench import (  # noqa: E402 - after the path is set
 def copy_subscribers(start: int, count: int) -> None:
     """Insert `count` confirmed email subscribers with PostgreSQL COPY (seconds for 1M)."""
     from django.db import connection
+    from psycopg2 import extensions
 
     now = datetime.now(UTC).isoformat()
     chunk = 200_000
+    # COPY does not work under a psycopg2 wait callback, which the app installs to bound
+    # every database call (edge.deadline): lift it for the bulk load, put it back after.
+    callback = extensions.get_wait_callback()
+    extensions.set_wait_callback(None)
+    try:
+        _copy(connection, start, count, now, chunk)
+    finally:
+        extensions.set_wait_callback(callback)
+
+
+def _copy(connection: Any, start: int, count: int, now: str, chunk: int) -> None:
     with connection.cursor() as cursor:
         for offset in range(start, start + count, chunk):
             buffer = io.StringIO()
             for i in range(offset, min(offset + chunk, start + count)):
                 buffer.write(
                     f"email\tfan{i}@subscriber{i % 997}.example\t\tt\t{secrets.token_urlsafe(18)}\t\t"
-                    f"{now}\t0\t\\N\t\t{now}\t{now}\n"
+                    f"{now}\t0\t\\N\t\t{now}\t{now}\tnative\ten\n"
                 )
             buffer.seek(0)
             cursor.copy_expert(  # type: ignore[attr-defined]
                 "COPY subscriptions_subscriber (kind, email, url, all_products, token, secret, confirmed_at,"
-                " failure_count, disabled_at, disabled_reason, created_at, updated_at) FROM STDIN",
+                " failure_count, disabled_at, disabled_reason, created_at, updated_at, payload_format, language)"
+                " FROM STDIN",
                 buffer,
             )
         cursor.execute("ANALYZE subscriptions_subscriber")
