@@ -558,6 +558,9 @@ _ROW_COLUMNS = (
 )
 
 
+_STARTED = emails.INCIDENT_FIELDS.index("started_at")
+
+
 @dataclass
 class _Chunk:
     """A chunk of notices, locked, with what their letters read, as plain values."""
@@ -597,8 +600,8 @@ def _lock_chunk(chunk: list[int]) -> _Chunk:
     for notice_id, ids in links.items():
         named = tuple(sorted(ids))
         if named not in by_set:
-            # By start, as the letter lists them (started_at is index 4 of INCIDENT_FIELDS).
-            by_set[named] = tuple(sorted((facts[i] for i in named), key=lambda f: (f[4], f[0])))
+            # By start, as the letter lists them.
+            by_set[named] = tuple(sorted((facts[i] for i in named), key=lambda f: (f[_STARTED], f[0])))
         incidents[notice_id] = by_set[named]
     entitlements: dict[int, list[tuple[int, int | None, int | None]]] = {}
     for customer_id, product_id, location_id, policy_id in CustomerEntitlement.objects.filter(

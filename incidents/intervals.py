@@ -97,7 +97,8 @@ def format_duration(delta: timedelta) -> str:
     minutes = int(delta.total_seconds() // 60)
     days, rem = divmod(minutes, 24 * 60)
     hours, mins = divmod(rem, 60)
-    # The unit abbreviations are translated (French writes "1 j 5 h 46 min"); the
+    # The unit abbreviations are translated (French writes "1 j 5 h 46 min", a no-break
+    # space keeping each figure with its unit: pages and letters alike); the
     # English ones are the msgids, so English output is unchanged.
     parts = []
     if days:

@@ -14,7 +14,6 @@ from django.urls import get_script_prefix, reverse
 from django.utils import dateformat, translation
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import pgettext
 
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
@@ -39,22 +38,9 @@ def markdown_filter(text: str) -> SafeString:
 @register.filter(name="duration")
 def duration_filter(delta: timedelta | None) -> str:
     """'18 h 11 min' (incidents.intervals.format_duration), with the units of the page's
-    language: '1 j 5 h 46 min' in French."""
-    if delta is None:
-        return ""
-    if translation.get_language() == settings.LANGUAGE_CODE:
-        return format_duration(delta)
-    minutes = int(delta.total_seconds() // 60)
-    days, rem = divmod(minutes, 24 * 60)
-    hours, mins = divmod(rem, 60)
-    parts = []
-    if days:
-        parts.append(pgettext("duration in days", "%(n)d d") % {"n": days})
-    if hours:
-        parts.append(pgettext("duration in hours", "%(n)d h") % {"n": hours})
-    if mins or not parts:
-        parts.append(pgettext("duration in minutes", "%(n)d min") % {"n": mins})
-    return " ".join(parts)
+    language: '1 j 5 h 46 min' in French, where a no-break space keeps each figure with
+    its unit."""
+    return "" if delta is None else format_duration(delta)
 
 
 # Dates and times as each language writes them: English keeps its formats byte for byte;
