@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 
 # C0 controls (except tab), DEL and C1 controls. A title or name ends up in email
 # subjects and headers, so CR/LF there must never get through. U+2028/U+2029 are line
@@ -50,12 +51,18 @@ def clean_single_line(value: str, *, field: str, max_length: int = 200) -> str:
     return value
 
 
+_VOWEL_START = re.compile(r"[aeiouyàâäéèêëîïôöùûüÿæœ]", re.IGNORECASE)
+
+
 def site_title(site_name: str) -> str:
     """What pages and emails call the status page: "Acme status", but "Acme Status" (not
     "Acme Status status") when the configured name already says so."""
     name = (site_name or "").strip()
     if re.search(r"\bstatus\b", name, flags=re.IGNORECASE):
         return name
+    if _VOWEL_START.match(name):
+        # French elides before a vowel: "État d’Acme", but "État de Google".
+        return pgettext("site title, the name starting with a vowel", "%(name)s status") % {"name": name}
     return _("%(name)s status") % {"name": name}
 
 

@@ -121,7 +121,7 @@ def slack_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
                 {
                     "type": "button",
                     "text": {"type": "plain_text", "text": _("View on the status page")},
-                    "url": ctx["incident_url"],
+                    "url": str(ctx["incident_url"]),  # in the channel's language
                     "action_id": "view-incident",
                 }
             ],
@@ -166,7 +166,7 @@ def teams_message(message: EventMessage, *, unsubscribe_url: str) -> dict[str, A
         "version": ADAPTIVE_CARD_VERSION,
         "body": body,
         "actions": [
-            {"type": "Action.OpenUrl", "title": _("View on the status page"), "url": ctx["incident_url"]}
+            {"type": "Action.OpenUrl", "title": _("View on the status page"), "url": str(ctx["incident_url"])}
         ],
     }
     return {
@@ -208,7 +208,7 @@ def _statuspage_base(message: EventMessage) -> dict[str, Any]:
             "resolved_at": _iso(incident.resolved_at),
             "scheduled_for": _iso(incident.scheduled_for),
             "scheduled_until": _iso(incident.scheduled_until),
-            "shortlink": message.context["incident_url"],
+            "shortlink": message.payload["incident"]["shortlink"],
             "incident_updates": [
                 {
                     "id": str(u.pk),

@@ -24,6 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
@@ -136,7 +137,14 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def incident_url(incident: Incident) -> str:
+    """The incident's public page at its one canonical (English) address: for JSON
+    payloads and feeds, which have no language."""
     return emails.absolute_url(f"/incidents/{incident.public_id}/")
+
+
+# The incident's page in the language of the render that reads it: a French subscriber's
+# email and Slack button open /fr/incidents/..., an English one's the bare path.
+_page_url = lazy(lambda public_id: emails.absolute_url(reverse("public:incident", args=[public_id])), str)
 
 
 # A choice label read when the email is rendered, so in the recipient's language.
@@ -183,7 +191,7 @@ def build_event_message(
         "resolved": emails.display_time_lazy(incident.resolved_at),
         "scheduled_for": emails.display_time_lazy(incident.scheduled_for),
         "scheduled_until": emails.display_time_lazy(incident.scheduled_until),
-        "incident_url": url,
+        "incident_url": _page_url(incident.public_id),
     }
     payload = {
         "meta": {"event": event.value, "id": key, "generated_at": timezone.now().isoformat()},

@@ -72,3 +72,24 @@ def test_it_commits_the_mo_compiled_from_the_po(po: Path, tmp_path: Path) -> Non
     assert committed.read_bytes() == fresh.read_bytes(), (
         f"{committed} is out of date with its .po: run manage.py compilemessages"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "english", "french"),
+    [
+        ("Acme", "Acme status", "État d’Acme"),
+        ("Écoles", "Écoles status", "État d’Écoles"),
+        ("Google", "Google status", "État de Google"),
+        ("Hôtel", "Hôtel status", "État de Hôtel"),  # no elision guessed before an h
+        ("Acme Status", "Acme Status", "Acme Status"),  # the name already says it
+    ],
+)
+def test_the_site_title_elides_before_a_vowel_in_french(name: str, english: str, french: str) -> None:
+    from django.utils import translation
+
+    from core.text import site_title
+
+    with translation.override("en"):
+        assert site_title(name) == english
+    with translation.override("fr"):
+        assert site_title(name) == french

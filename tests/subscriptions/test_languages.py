@@ -72,7 +72,7 @@ def test_it_confirms_a_french_subscriber_in_french_and_an_english_one_in_english
             subscription_services.subscriber_request(email="erin@example.com", language="en")
 
     french = _email("amelie@example.com", "subscription-confirm:")
-    assert french.subject == "Confirmez votre abonnement à État de Acme"
+    assert french.subject == "Confirmez votre abonnement à État d’Acme"
     assert "Quelqu’un, probablement vous, a demandé à recevoir les notifications" in french.body_text
     assert "Le lien est valable 7 jours." in french.body_text
     assert _fr("Se désabonner : http://testserver/fr/unsubscribe/") in french.body_text
@@ -111,6 +111,10 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
     assert ">Début</td><td>1 déc. 2026 à 14:05 UTC</td>" in html
     assert "Voir sur la page d’état</a>" in html
     assert "Se désabonner</a>" in html
+    # Its link to the incident opens the French page; the English subscriber's, the bare one.
+    public_id = Incident.objects.get().public_id
+    assert _fr(f"Détails : http://testserver/fr/incidents/{public_id}/") in text
+    assert f'href="http://testserver/fr/incidents/{public_id}/"' in html
 
     english = _email("erin@example.com", "notify:")
     assert english.subject == "[Acme] Investigating: Gmail delivery delays"
@@ -120,6 +124,8 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
     )
     assert ">Started</td><td>2026-12-01 14:05 UTC</td>" in english.body_html
     assert "View on the status page</a>" in english.body_html
+    assert f"Details: http://testserver/incidents/{public_id}/" in english.body_text
+    assert "/fr/" not in english.body_text
 
 
 def test_it_renders_a_fan_out_once_per_language(
@@ -201,6 +207,10 @@ def test_it_writes_slack_messages_in_the_channels_language(gmail) -> None:
     fields = [f["text"] for f in payload["blocks"][1]["fields"]]
     assert "*État*\nAnalyse en cours" in fields
     assert "*Début*\n1 déc. 2026 à 14:05 UTC" in fields
+    button = next(b for b in payload["blocks"] if b["type"] == "actions")["elements"][0]
+    assert button["url"] == f"http://testserver/fr/incidents/{incident.public_id}/"
+    # The JSON payloads keep the page's one canonical address.
+    assert message.payload["incident"]["shortlink"] == f"http://testserver/incidents/{incident.public_id}/"
 
 
 def test_it_stores_the_language_of_the_subscribe_page(
