@@ -27,7 +27,18 @@ CHUNK = 5000
 
 
 def _columns(model: type[models.Model], fields: Sequence[str]) -> list[models.Field[Any, Any]]:
-    return [model._meta.get_field(name) for name in fields]  # type: ignore[misc]
+    """The model's fields by name ("pk" for the primary key, whatever its name)."""
+    return [model._meta.pk if name == "pk" else model._meta.get_field(name) for name in fields]  # type: ignore[misc]
+
+
+def _insert_head(
+    model: type[models.Model], fields: Sequence[str], ignore_conflicts: bool
+) -> tuple[str, list[models.Field[Any, Any]], str, str]:
+    """The quoted table, the fields, their quoted column list and the conflict clause."""
+    cols = _columns(model, fields)
+    table = connection.ops.quote_name(str(model._meta.db_table))
+    names = ", ".join(connection.ops.quote_name(str(f.column)) for f in cols)
+    return table, cols, names, " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
 
 
 def _is_json(field: models.Field[Any, Any]) -> bool:
@@ -139,11 +150,8 @@ def bulk_insert(
         return 0
     if connection.vendor == "postgresql":
         return sum(count for count, _ in _insert_postgresql(model, fields, rows, ignore_conflicts, chunk, ()))
-    cols = _columns(model, fields)
-    table = connection.ops.quote_name(str(model._meta.db_table))
-    names = ", ".join(connection.ops.quote_name(str(f.column)) for f in cols)
+    table, cols, names, conflict = _insert_head(model, fields, ignore_conflicts)
     marks = ", ".join("%s" for _ in cols)
-    conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     # ON CONFLICT, not INSERT OR IGNORE: that would skip NOT NULL violations too.
     sql = f"INSERT INTO {table} ({names}) VALUES ({marks}){conflict}"  # noqa: S608 - quoted names from the model; values are parameters
     inserted = 0
@@ -177,11 +185,6 @@ def bulk_insert_returning(
     return out
 
 
-def _column_name(model: type[models.Model], name: str) -> str:
-    field = model._meta.pk if name == "pk" else model._meta.get_field(name)
-    return connection.ops.quote_name(str(field.column))  # type: ignore[union-attr]
-
-
 def _insert_postgresql(
     model: type[models.Model],
     fields: Sequence[str],
@@ -191,11 +194,9 @@ def _insert_postgresql(
     returning: Sequence[str],
 ) -> list[tuple[int, list[tuple[Any, ...]]]]:
     """Each chunk's count of rows inserted, and their `returning` columns (if any)."""
-    table = connection.ops.quote_name(str(model._meta.db_table))
-    cols = _columns(model, fields)
-    names = ", ".join(connection.ops.quote_name(str(f.column)) for f in cols)
-    conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-    back = f" RETURNING {', '.join(_column_name(model, name) for name in returning)}" if returning else ""
+    table, cols, names, conflict = _insert_head(model, fields, ignore_conflicts)
+    returned = ", ".join(connection.ops.quote_name(str(f.column)) for f in _columns(model, returning))
+    back = f" RETURNING {returned}" if returning else ""
     parts = []
     with connection.cursor() as cursor:
         for part in _chunks(rows, chunk):
@@ -225,10 +226,8 @@ def bulk_update(
     if not rows:
         return 0
     table = connection.ops.quote_name(str(model._meta.db_table))
-    key_field = model._meta.pk if key == "pk" else model._meta.get_field(key)
-    assert isinstance(key_field, models.Field)
-    cols = [key_field, *_columns(model, fields)]
-    key_column = connection.ops.quote_name(str(key_field.column))
+    cols = _columns(model, [key, *fields])
+    key_column = connection.ops.quote_name(str(cols[0].column))
     updated = 0
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":

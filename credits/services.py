@@ -571,6 +571,17 @@ class _Chunk:
     entitlements: dict[int, list[tuple[int, int | None, int | None]]]  # customer id -> rows
 
 
+def _incident_links(notice_ids: list[int]) -> dict[int, list[int]]:
+    """The ids of the incidents each notice names, by notice id (one query)."""
+    links: dict[int, list[int]] = {}
+    through = CreditNotice.incidents.through
+    for notice_id, incident_id in through.objects.filter(
+        bulk.AnyOf(F("creditnotice_id"), notice_ids)
+    ).values_list("creditnotice_id", "incident_id"):
+        links.setdefault(notice_id, []).append(incident_id)
+    return links
+
+
 def _lock_chunk(chunk: list[int]) -> _Chunk:
     """The notices of `chunk`, locked, as values: no model instance per notice (building
     them, and reading a letter's facts through them, cost more than everything else).
@@ -583,12 +594,7 @@ def _lock_chunk(chunk: list[int]) -> _Chunk:
         .values_list(*_ROW_COLUMNS)
     ]
     policies = SLAPolicy.objects.in_bulk({n.policy_id for n in rows})
-    links: dict[int, list[int]] = {}
-    through = CreditNotice.incidents.through
-    for notice_id, incident_id in through.objects.filter(bulk.AnyOf(F("creditnotice_id"), chunk)).values_list(
-        "creditnotice_id", "incident_id"
-    ):
-        links.setdefault(notice_id, []).append(incident_id)
+    links = _incident_links(chunk)
     facts = {
         values[0]: values
         for values in Incident.objects.filter(pk__in={i for ids in links.values() for i in ids}).values_list(
@@ -616,12 +622,7 @@ def _load_for_render(pks: list[int], policies: dict[int, SLAPolicy]) -> dict[int
     customer's entitlements loaded as the renderer reads them: one per distinct letter
     when approving, so a few queries, not a prefetch per notice."""
     rows = list(CreditNotice.objects.filter(pk__in=pks).select_related("customer").order_by("pk"))
-    links: dict[int, list[int]] = {}
-    through = CreditNotice.incidents.through
-    for notice_id, incident_id in through.objects.filter(creditnotice_id__in=pks).values_list(
-        "creditnotice_id", "incident_id"
-    ):
-        links.setdefault(notice_id, []).append(incident_id)
+    links = _incident_links(pks)
     incidents = Incident.objects.in_bulk({i for ids in links.values() for i in ids})
     entitlements: dict[int, list[CustomerEntitlement]] = {}
     for entitlement in CustomerEntitlement.objects.filter(
