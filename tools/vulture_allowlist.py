@@ -1,0 +1,1 @@
+"""What vulture cannot see used (tools/check_size.py), one reason each."""
