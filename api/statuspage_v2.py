@@ -1,19 +1,8 @@
-"""Statuspage-compatible public endpoints (`/api/v2/*.json`).
+"""Statuspage-compatible public endpoints (`/api/v2/*.json`): that format's field names,
+enum strings and nesting, so its existing clients work with only the base URL changed.
 
-Existing clients of that format (exporters, aggregators, the embeddable widget) must
-work against us with only the base URL changed, so the field names, enum strings and
-nesting here follow the documented Statuspage v2 API exactly:
-
-- page: id, name, url, time_zone, updated_at
-- status: indicator (none/minor/major/critical/maintenance), description
-- components: products (and groups, as components with `group: true`)
-- incidents with `incident_updates` and `components`; scheduled maintenances add
-  `scheduled_for` / `scheduled_until`.
-
-Only public data appears: `incidents_public()`, public products, public windows. Product
-status and the page indicator come from the same selectors as the HTML page. Bodies are
-memoised per public-state version and the last good one is served, marked stale, when
-the database is down.
+Only public data appears, read through the same selectors as the HTML page; bodies come
+from the page cache (docs/adr/0003-page-cache.md). Endpoints: docs/api.md.
 """
 
 from __future__ import annotations

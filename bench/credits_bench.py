@@ -1,24 +1,11 @@
-"""SLA credit computation and notice delivery throughput.
+"""SLA credit throughput: compute notices for N customers, approve M, deliver them to an
+SMTP sink, each against a same-run reference (SQL alone for the approve step, a bare
+smtplib loop for delivery). The database given is dropped and created again.
 
     .venv/bin/python bench/credits_bench.py [--customers 100000] [--deliver 10000]
-        [--database-url postgres://postgres@127.0.0.1:5432/credits_bench --redis-url redis://127.0.0.1:6379/14]
+        [--database-url postgres://... --redis-url redis://...]
 
-1. Compute: `credits_compute` for a month with one 90-minute Gmail outage, for N customers
-   (a mix of Gmail and regional Cloud Storage entitlements, most of them owed a credit).
-   Prints customers measured per second and notices written per second.
-2. Deliver: approve M of those notices (`credits_approve_and_send`: render, outbox rows)
-   and deliver them to a local SMTP sink running in its own process. With PostgreSQL and
-   Redis given, delivery goes through real `celery worker` processes (2 x 2 prefork
-   children); otherwise each outbox row is delivered in this process through the same
-   service the task calls (`message_deliver`), without a broker.
-   Reference for the approve step, same run (PostgreSQL): the database's own share, i.e.
-   the same rows written by SQL alone (lock the notices, INSERT a copy of each queued
-   email, UPDATE the notices, run the deferred constraint checks), rolled back: no
-   rendering, no validation, no Python per row. Prints notices/s of both and their ratio.
-3. Reference, same run: a bare loop sending the same M messages (same bytes) over ONE
-   smtplib connection, no database, no Celery. Prints emails/s of both and their ratio.
-
-The database given is dropped and created again (SQLite: a file under /tmp by default).
+What it measures and the figures: bench/README.md, "SLA credits".
 """
 
 from __future__ import annotations

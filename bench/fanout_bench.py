@@ -1,18 +1,11 @@
-"""Subscriber fan-out: the staff request, the expansion, and delivery into an SMTP sink.
+"""Subscriber fan-out: the staff request at 10 and at N subscribers, the expansion into
+outbox rows, and delivery into an SMTP sink by two Celery workers. Needs PostgreSQL and
+Redis; the database given is dropped and created again.
 
     .venv/bin/python bench/fanout_bench.py [--subscribers 1000000] [--expand 100000]
-        [--database-url postgres://postgres@127.0.0.1:5432/h12_fanout] [--redis-url redis://127.0.0.1:6379/12]
+        [--database-url postgres://... --redis-url redis://...]
 
-1. Creates 10 confirmed email subscribers (all products), posts an incident update as
-   staff would (`incident_post_update`, its own transaction, the after-commit publish to
-   Redis included) and records its wall time and query count. Then COPYs subscribers in
-   until there are `--subscribers`, and posts another update: the same two figures.
-2. Expands that event in process (`notification_event_expand`, the code the Celery task
-   runs) for the first `--expand` subscribers: subscribers queued per second.
-3. Starts 2 `celery worker` processes (2 prefork children each, all queues) and delivers
-   those rows into an SMTP sink in its own process: emails per second.
-
-PostgreSQL and Redis are required; the database given is dropped and created again.
+What it measures and the figures: bench/README.md, "Subscriber fan-out".
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Cached public pages under load, against references measured in the same run.
+"""Cached public pages under load (gunicorn with the production config, nginx, wrk), against
+a bare Django view and an nginx static file measured in the same run; also the snapshot
+paths with the database unreachable. Needs `wrk` and `nginx`; loopback only.
 
     .venv/bin/python bench/http_bench.py [--duration 10] [--connections 64]
 
-Starts gunicorn (the production config: gthread workers) on a fresh demo database and
-nginx on loopback, then drives each endpoint with wrk:
-
-  A. cached `/` through gunicorn            vs  C. a bare Django view with the same bytes
-  B. cached `/api/v2/summary.json`          vs  C.
-  D. nginx serving the `/` snapshot as the app-down fallback  vs  E. nginx static file
-  F. `/` through gunicorn while the database is unreachable (snapshot path)
-
-It prints requests per second, p99 latency and the ratios the targets are stated in
-(A/C >= 0.80, D/E >= 0.90, p99 < 50 ms at 64 connections). Needs `wrk` and `nginx`
-(apt-get install wrk nginx-light); nothing leaves the loopback interface.
+Targets and figures: bench/README.md, "The status page under load"; design:
+docs/adr/0003-page-cache.md.
 """
 
 from __future__ import annotations

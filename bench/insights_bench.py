@@ -1,25 +1,10 @@
-"""Render time and query count of the staff insights page as history grows.
+"""Render time and query count of the staff insights page and the public uptime report
+with 1,000 and 100,000 incidents (PostgreSQL), spread over ten years or packed into the
+page's range, against the Python path and the status page measured in the same run.
 
-    .venv/bin/python bench/insights_bench.py [--repeat 3] [--layouts spread,dense] \
-        [--database-url postgres://postgres@127.0.0.1:5432/h16_bench]
+    .venv/bin/python bench/insights_bench.py [--repeat 3] [--layouts spread,dense] [--database-url postgres://...]
 
-Bulk-inserts incidents on PostgreSQL (20 products in 3 groups; each incident with one or
-two impact windows, three updates, a detection time, one action item; a few hundred
-credit notices), then renders /manage/insights/ as a staff user, uncached (the view is
-never cached), for every filter a user can pick (all products, a group, one product; by
-month and by quarter; the default range), and the public uptime report.
-
-Two layouts of the same 1,000 and 100,000 incidents:
-
-  spread:  over the last ten years, so the page's 12 months hold about a tenth (a
-           quarter view, 24 months, about a fifth);
-  dense:   all inside the page's 12 months (the worst case: every incident is on the page).
-
-References measured in the same run, so that a loaded machine still gives a usable
-figure: the same default page computed by the Python path (every incident and window of
-the range read into Python: what the page did before the database path, and what SQLite
-still does), the page at the smallest size, and the status page `/` uncached. Queries
-must not grow with the data.
+Figures: bench/README.md, "Staff insights"; design: docs/adr/0005-insights-sql-path.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Time to refuse or render each Markdown shape of the corpus, against 64 KB of prose.
+"""Time to refuse or render each Markdown body of tests/incidents/markdown_corpus.py, in CPU
+time, against 64 KB of plain prose rendered in the same run; `--calibrate` prints measured
+against estimated cost, where the estimate's prices come from.
 
-    .venv/bin/python bench/markdown_bench.py [--repeat 3] [--only headings,flat-list]
-    .venv/bin/python bench/markdown_bench.py --calibrate     # per-construct cost vs the estimate
+    .venv/bin/python bench/markdown_bench.py [--repeat 3] [--only headings,flat-list] [--calibrate]
 
-For every body of tests/incidents/markdown_corpus.py (PATHOLOGICAL, ORDINARY) it calls
-`render_markdown` as a write does (the checks, the cost estimate, the forked child with
-its CPU deadline) and prints the outcome, the CPU time of the whole call (this process
-plus the child, which is what the 100 ms target is about: wall time on a shared machine
-measures the other jobs), the child's own CPU time (the render), the wall time, the estimate, and the CPU time as a ratio
-against the reference measured in the same run: rendering 64 KB of plain prose
-(markdown_corpus.PROSE). Each figure is the median of --repeat calls.
-
---calibrate renders each body *without* the estimate or the deadline (in process, capped
-at 2 s of CPU) and prints measured against estimated milliseconds: the estimate's prices
-(incidents/markdown.py, _US_PER) come from such runs, and should stay on the high side.
+Figures: bench/README.md, "Markdown"; design: docs/adr/0004-markdown-bounds.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""Uncached render time and query count of the status page as data grows.
+"""Uncached render time and query count of the status page as products (10 to 1,000) and
+history (1,000 to 100,000 incidents) grow, each series against its smallest case in the
+same run. Queries must stay flat.
 
     .venv/bin/python bench/render_bench.py [--repeat 5] [--database-url sqlite:///...]
 
-Two series, each against its own smallest case measured in the same run:
-
-  products:  10 / 100 / 1,000 public products, 1,000 historical incidents
-  history:   100 products, 1,000 / 10,000 / 100,000 historical incidents
-
-Incidents are spread over the last three years, one impact window and one update each.
-The page is rendered without the cache (the view itself), so this is the cost of a
-rebuild after a change. Queries must stay flat; time should grow no worse than linearly
-with what is on the page (products, and incidents inside the 90-day range).
+Figures: bench/README.md, "Uncached render of `/`".
 """
 
 from __future__ import annotations

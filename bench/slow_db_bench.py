@@ -1,20 +1,11 @@
-"""Public pages with the database slowed by 3 s per round trip (issue 19).
+"""Public pages right after a change with every database round trip slowed by 3 s (a
+loopback TCP proxy adds the latency), against the healthy database: requests/s, p50/p99,
+the share answered within the 500 ms budget, and how (fresh, stale, 503).
 
     .venv/bin/python bench/slow_db_bench.py [--duration 12] [--connections 32]
 
-Creates a fresh PostgreSQL database (reached only through a loopback TCP proxy that can
-add latency), loads the demo, starts gunicorn with the production config
-(docker/gunicorn.conf.py) and Redis (db 10 of the local server, key prefix of its own),
-warms every page, then drives a mix of public pages with `wrk`:
-
-  1. healthy database, as a reference;
-  2. right after a change (the version stamp bumped, so every page must be rebuilt) with
-     the database slowed by 1.5 s each way (3 s per round trip).
-
-For each phase it prints requests/s, p50/p99, the fraction of responses within the
-500 ms budget (target: 99%), and how the answers were made (fresh 200, stale 200, 503).
-A static file is timed alongside phase 2. Nothing leaves the loopback interface; every
-run is bounded by --duration.
+Figures: bench/README.md, "Public pages with a slow database"; design:
+docs/adr/0006-deadlines.md.
 """
 
 from __future__ import annotations

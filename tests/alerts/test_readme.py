@@ -1,4 +1,4 @@
-"""The README's receiver configs work as pasted: Alertmanager's passes `amtool
+"""The receiver configs of docs/alerts.md work as pasted: Alertmanager's passes `amtool
 check-config`, and the generic curl command, pointed at the live server, opens a draft."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from incidents.models import Incident
 from tests.alerts.helpers import cloud_storage_catalogue, make_integration, url_for
 from tests.conftest import service_missing
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
 
 
 def _section() -> str:
-    text = README.read_text()
-    return text.split("## Alert intake", 1)[1].split("\n## ", 1)[0]
+    text = DOC.read_text()
+    return text.split("## Pointing a monitoring tool at an integration", 1)[1].split("\n## ", 1)[0]
 
 
 def _blocks(language: str) -> list[str]:
