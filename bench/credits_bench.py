@@ -55,7 +55,7 @@ def _sink_main(port: int, counter: Any, ready: Any) -> None:
     from aiosmtpd.controller import Controller
 
     class Counting:
-        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        async def handle_DATA(self, _server: Any, _session: Any, _envelope: Any) -> str:
             with counter.get_lock():
                 counter.value += 1
             return "250 OK"
@@ -133,20 +133,11 @@ def setup_django(*, database_url: str, redis_url: str, smtp_port: int) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_data(customers: int) -> None:
-    from credits import services
-    from credits.models import Customer, CustomerEntitlement
+def open_incidents(gmail: Any, storage: Any, zone: Any) -> None:
+    """September 2009: a 90-minute Gmail outage and a Cloud Storage one in one zone."""
     from incidents import services as incident_services
-    from incidents.models import ImpactWindow, Location, Product
+    from incidents.models import ImpactWindow
 
-    gmail = Product.objects.create(name="Gmail", slug="gmail")
-    storage = Product.objects.create(name="Cloud Storage", slug="cloud-storage")
-    region = Location.objects.create(name="us-central1", kind=Location.Kind.REGION)
-    zones = [
-        Location.objects.create(name=f"us-central1-{z}", kind=Location.Kind.ZONE, parent=region)
-        for z in "abcf"
-    ]
-    europe = Location.objects.create(name="europe-west1", kind=Location.Kind.REGION)
     start, end = datetime(2009, 9, 1, 19, 45, tzinfo=UTC), datetime(2009, 9, 1, 21, 15, tzinfo=UTC)
     gmail_incident = incident_services.incident_open(
         title="Gmail web interface unavailable",
@@ -168,7 +159,7 @@ def build_data(customers: int) -> None:
         windows=[
             incident_services.WindowSpec(
                 product=storage,
-                location=zones[1],
+                location=zone,
                 level=ImpactWindow.Level.PARTIAL_OUTAGE,
                 started_at=s_start,
             )
@@ -176,6 +167,22 @@ def build_data(customers: int) -> None:
         notify=False,
     )
     incident_services.incident_resolve(incident=storage_incident, resolved_at=s_end, notify=False)
+
+
+def build_data(customers: int) -> None:
+    from credits import services
+    from credits.models import Customer, CustomerEntitlement
+    from incidents.models import Location, Product
+
+    gmail = Product.objects.create(name="Gmail", slug="gmail")
+    storage = Product.objects.create(name="Cloud Storage", slug="cloud-storage")
+    region = Location.objects.create(name="us-central1", kind=Location.Kind.REGION)
+    zones = [
+        Location.objects.create(name=f"us-central1-{z}", kind=Location.Kind.ZONE, parent=region)
+        for z in "abcf"
+    ]
+    europe = Location.objects.create(name="europe-west1", kind=Location.Kind.REGION)
+    open_incidents(gmail, storage, zones[1])
     workspace = services.policy_create(
         name="Workspace",
         target=D("99.9"),
