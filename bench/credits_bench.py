@@ -20,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal as D
 from pathlib import Path
@@ -39,7 +42,7 @@ def _sink_main(port: int, counter: Any, ready: Any) -> None:
     from aiosmtpd.controller import Controller
 
     class Counting:
-        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        async def handle_DATA(self, _server: Any, _session: Any, _envelope: Any) -> str:
             with counter.get_lock():
                 counter.value += 1
             return "250 OK"
@@ -117,20 +120,11 @@ def setup_django(*, database_url: str, redis_url: str, smtp_port: int) -> None:
     call_command("migrate", verbosity=0)
 
 
-def build_data(customers: int) -> None:
-    from credits import services
-    from credits.models import Customer, CustomerEntitlement
+def open_incidents(gmail: Any, storage: Any, zone: Any) -> None:
+    """September 2009: a 90-minute Gmail outage and a Cloud Storage one in one zone."""
     from incidents import services as incident_services
-    from incidents.models import ImpactWindow, Location, Product
+    from incidents.models import ImpactWindow
 
-    gmail = Product.objects.create(name="Gmail", slug="gmail")
-    storage = Product.objects.create(name="Cloud Storage", slug="cloud-storage")
-    region = Location.objects.create(name="us-central1", kind=Location.Kind.REGION)
-    zones = [
-        Location.objects.create(name=f"us-central1-{z}", kind=Location.Kind.ZONE, parent=region)
-        for z in "abcf"
-    ]
-    europe = Location.objects.create(name="europe-west1", kind=Location.Kind.REGION)
     start, end = datetime(2009, 9, 1, 19, 45, tzinfo=UTC), datetime(2009, 9, 1, 21, 15, tzinfo=UTC)
     gmail_incident = incident_services.incident_open(
         title="Gmail web interface unavailable",
@@ -152,7 +146,7 @@ def build_data(customers: int) -> None:
         windows=[
             incident_services.WindowSpec(
                 product=storage,
-                location=zones[1],
+                location=zone,
                 level=ImpactWindow.Level.PARTIAL_OUTAGE,
                 started_at=s_start,
             )
@@ -160,6 +154,22 @@ def build_data(customers: int) -> None:
         notify=False,
     )
     incident_services.incident_resolve(incident=storage_incident, resolved_at=s_end, notify=False)
+
+
+def build_data(customers: int) -> None:
+    from credits import services
+    from credits.models import Customer, CustomerEntitlement
+    from incidents.models import Location, Product
+
+    gmail = Product.objects.create(name="Gmail", slug="gmail")
+    storage = Product.objects.create(name="Cloud Storage", slug="cloud-storage")
+    region = Location.objects.create(name="us-central1", kind=Location.Kind.REGION)
+    zones = [
+        Location.objects.create(name=f"us-central1-{z}", kind=Location.Kind.ZONE, parent=region)
+        for z in "abcf"
+    ]
+    europe = Location.objects.create(name="europe-west1", kind=Location.Kind.REGION)
+    open_incidents(gmail, storage, zones[1])
     workspace = services.policy_create(
         name="Workspace",
         target=D("99.9"),
@@ -254,7 +264,7 @@ def start_workers(env: dict[str, str], count: int) -> tuple[list[subprocess.Pope
     return procs, logs
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -268,7 +278,26 @@ def main() -> None:
     args = parser.parse_args()
     if args.redis_url and args.database_url.startswith("sqlite"):
         raise SystemExit("worker mode needs PostgreSQL (--database-url postgres://...)")
+    return args
 
+
+@dataclass
+class Harness:
+    """The SMTP sink's port and delivery counter, and the Celery workers started so far."""
+
+    port: int
+    counter: Any
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def start_workers(self, env: dict[str, str], count: int) -> None:
+        procs, logs = start_workers(env, count)
+        self.procs += procs
+        wait_for(lambda: all(b" ready." in p.read_bytes() for p in logs), 60, "workers")
+
+
+@contextmanager
+def sink_and_workers() -> Iterator[Harness]:
+    """An SMTP sink in its own process; on the way out, the workers and the sink stop."""
     # A SIGTERM (or `timeout`) still stops the workers: the finally below runs.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     port = free_port()
@@ -277,112 +306,141 @@ def main() -> None:
     sink = multiprocessing.Process(target=_sink_main, args=(port, counter, ready), daemon=True)
     sink.start()
     ready.wait(10)
-    procs: list[subprocess.Popen[bytes]] = []
+    harness = Harness(port, counter)
     try:
-        reset_database(args.database_url)
-        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=port)
-        from credits import services
-        from credits.models import CreditNotice
-        from outbox import delivery
-        from outbox.models import MessageState, OutboundMessage
-        from outbox.services import message_deliver
-
-        print(f"building {args.customers:,} customers ...", flush=True)
-        t0 = time.perf_counter()
-        build_data(args.customers)
-        print(f"  built in {time.perf_counter() - t0:.1f} s")
-
-        t0 = time.perf_counter()
-        summary = services.credits_compute(period="2009-09")
-        compute_s = time.perf_counter() - t0
-        print(
-            f"compute: {summary.customers_considered:,} customers, {summary.created:,} notices in {compute_s:.1f} s "
-            f"= {summary.customers_considered / compute_s:,.0f} customers/s, {summary.created / compute_s:,.0f} notices/s"
-        )
-        t0 = time.perf_counter()
-        again = services.credits_compute(period="2009-09")
-        print(
-            f"  recompute (idempotent, {again.unchanged:,} unchanged, {again.created} created): {time.perf_counter() - t0:.1f} s"
-        )
-
-        ids = list(CreditNotice.objects.order_by("pk").values_list("pk", flat=True)[: args.deliver])
-        mode = "celery workers + redis" if args.redis_url else "in-process (message_deliver, no broker)"
-        from statuspage.celery import app
-
-        if args.redis_url:
-            import redis
-
-            redis.Redis.from_url(args.redis_url).flushdb()
-        else:
-            # Approval publishes to an in-memory broker nobody reads; delivery is timed
-            # separately below, through the same service the task runs.
-            app.conf.task_always_eager = False
-        # Phase 1: approve and queue, in one call as the console's confirmed send makes it
-        # (the service works through the ids a chunk at a time, in one transaction).
-        t0 = time.perf_counter()
-        services.credits_approve_and_send(
-            confirmed=True,  # the benchmark is the confirmation
-            notices=CreditNotice.objects.filter(pk__in=ids),
-        )
-        approve_s = time.perf_counter() - t0
-        print(
-            f"approve+queue: {len(ids):,} notices in {approve_s:.2f} s = {len(ids) / approve_s:,.0f} notices/s"
-        )
-        if not args.database_url.startswith("sqlite"):
-            floor_s = approve_floor(ids)
-            print(
-                f"  the same rows by SQL alone (reference, rolled back): {floor_s:.2f} s = "
-                f"{len(ids) / floor_s:,.0f} notices/s; approve+queue / SQL alone: {floor_s / approve_s:.2f}"
-            )
-        # Phase 2: deliver.
-        if args.redis_url:
-            env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
-            procs, logs = start_workers(env, args.workers)
-            wait_for(lambda: all(b" ready." in p.read_bytes() for p in logs), 60, "workers")
-            t0 = time.perf_counter()
-        else:
-            t0 = time.perf_counter()
-            for pk in OutboundMessage.objects.filter(state=MessageState.PENDING).values_list("pk", flat=True):
-                message_deliver(message_id=pk)
-        wait_for(lambda: counter.value >= len(ids), 1800, "deliveries")
-        wait_for(
-            lambda: not CreditNotice.objects.filter(pk__in=ids, state="queued").exists(),
-            120,
-            "notices marked sent",
-        )
-        deliver_s = time.perf_counter() - t0
-        sent = CreditNotice.objects.filter(pk__in=ids, state="sent").count()
-        outbox_rate = sent / deliver_s
-        print(f"deliver ({mode}): {sent:,} notices sent in {deliver_s:.1f} s = {outbox_rate:,.0f} emails/s")
-        if counter.value != sent:
-            print(f"  WARNING: the sink received {counter.value} messages for {sent} sent notices")
-
-        # Reference: the same messages, one connection, a bare loop.
-        payloads = []
-        for message in OutboundMessage.objects.filter(
-            pk__in=CreditNotice.objects.filter(pk__in=ids).values("message_id")
-        ).select_related("body"):
-            # Exactly the bytes the outbox sends (built from the shared body once per letter).
-            payloads.append(delivery.email_bytes(message))
-        before = counter.value
-        t0 = time.perf_counter()
-        with smtplib.SMTP("127.0.0.1", port) as smtp:
-            for from_addr, rcpts, raw in payloads:
-                smtp.sendmail(from_addr, rcpts, raw)
-        wait_for(lambda: counter.value >= before + len(payloads), 600, "bare loop")
-        bare_s = time.perf_counter() - t0
-        bare_rate = len(payloads) / bare_s
-        print(
-            f"bare smtplib loop, one connection: {len(payloads):,} emails in {bare_s:.1f} s = {bare_rate:,.0f} emails/s"
-        )
-        print(f"ratio outbox / bare loop: {outbox_rate / bare_rate:.2f}")
+        yield harness
     finally:
-        for proc in procs:
+        for proc in harness.procs:
             os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
+        for proc in harness.procs:
             proc.wait(30)
         sink.terminate()
         sink.join(5)
+
+
+def measure_build(customers: int) -> None:
+    print(f"building {customers:,} customers ...", flush=True)
+    t0 = time.perf_counter()
+    build_data(customers)
+    print(f"  built in {time.perf_counter() - t0:.1f} s")
+
+
+def measure_compute() -> None:
+    from credits import services
+
+    t0 = time.perf_counter()
+    summary = services.credits_compute(period="2009-09")
+    compute_s = time.perf_counter() - t0
+    print(
+        f"compute: {summary.customers_considered:,} customers, {summary.created:,} notices in {compute_s:.1f} s "
+        f"= {summary.customers_considered / compute_s:,.0f} customers/s, {summary.created / compute_s:,.0f} notices/s"
+    )
+    t0 = time.perf_counter()
+    again = services.credits_compute(period="2009-09")
+    print(
+        f"  recompute (idempotent, {again.unchanged:,} unchanged, {again.created} created): {time.perf_counter() - t0:.1f} s"
+    )
+
+
+def measure_approve(args: argparse.Namespace, ids: list[int]) -> None:
+    from credits import services
+    from credits.models import CreditNotice
+    from statuspage.celery import app
+
+    if args.redis_url:
+        import redis
+
+        redis.Redis.from_url(args.redis_url).flushdb()
+    else:
+        # Approval publishes to an in-memory broker nobody reads; delivery is timed
+        # separately below, through the same service the task runs.
+        app.conf.task_always_eager = False
+    # Phase 1: approve and queue, in one call as the console's confirmed send makes it
+    # (the service works through the ids a chunk at a time, in one transaction).
+    t0 = time.perf_counter()
+    services.credits_approve_and_send(
+        confirmed=True,  # the benchmark is the confirmation
+        notices=CreditNotice.objects.filter(pk__in=ids),
+    )
+    approve_s = time.perf_counter() - t0
+    print(f"approve+queue: {len(ids):,} notices in {approve_s:.2f} s = {len(ids) / approve_s:,.0f} notices/s")
+    if not args.database_url.startswith("sqlite"):
+        floor_s = approve_floor(ids)
+        print(
+            f"  the same rows by SQL alone (reference, rolled back): {floor_s:.2f} s = "
+            f"{len(ids) / floor_s:,.0f} notices/s; approve+queue / SQL alone: {floor_s / approve_s:.2f}"
+        )
+
+
+def measure_deliver(args: argparse.Namespace, harness: Harness, ids: list[int]) -> float:
+    """Phase 2: deliver, through the workers or in this process. Returns emails/s."""
+    from credits.models import CreditNotice
+    from outbox.models import MessageState, OutboundMessage
+    from outbox.services import message_deliver
+
+    mode = "celery workers + redis" if args.redis_url else "in-process (message_deliver, no broker)"
+    if args.redis_url:
+        env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
+        harness.start_workers(env, args.workers)
+        t0 = time.perf_counter()
+    else:
+        t0 = time.perf_counter()
+        for pk in OutboundMessage.objects.filter(state=MessageState.PENDING).values_list("pk", flat=True):
+            message_deliver(message_id=pk)
+    wait_for(lambda: harness.counter.value >= len(ids), 1800, "deliveries")
+    wait_for(
+        lambda: not CreditNotice.objects.filter(pk__in=ids, state="queued").exists(),
+        120,
+        "notices marked sent",
+    )
+    deliver_s = time.perf_counter() - t0
+    sent = CreditNotice.objects.filter(pk__in=ids, state="sent").count()
+    outbox_rate = sent / deliver_s
+    print(f"deliver ({mode}): {sent:,} notices sent in {deliver_s:.1f} s = {outbox_rate:,.0f} emails/s")
+    if harness.counter.value != sent:
+        print(f"  WARNING: the sink received {harness.counter.value} messages for {sent} sent notices")
+    return outbox_rate
+
+
+def measure_bare_loop(harness: Harness, ids: list[int], outbox_rate: float) -> None:
+    """Reference: the same messages, one connection, a bare loop."""
+    from credits.models import CreditNotice
+    from outbox import delivery
+    from outbox.models import OutboundMessage
+
+    payloads = []
+    for message in OutboundMessage.objects.filter(
+        pk__in=CreditNotice.objects.filter(pk__in=ids).values("message_id")
+    ).select_related("body"):
+        # Exactly the bytes the outbox sends (built from the shared body once per letter).
+        payloads.append(delivery.email_bytes(message))
+    before = harness.counter.value
+    t0 = time.perf_counter()
+    with smtplib.SMTP("127.0.0.1", harness.port) as smtp:
+        for from_addr, rcpts, raw in payloads:
+            smtp.sendmail(from_addr, rcpts, raw)
+    wait_for(lambda: harness.counter.value >= before + len(payloads), 600, "bare loop")
+    bare_s = time.perf_counter() - t0
+    bare_rate = len(payloads) / bare_s
+    print(
+        f"bare smtplib loop, one connection: {len(payloads):,} emails in {bare_s:.1f} s = {bare_rate:,.0f} emails/s"
+    )
+    print(f"ratio outbox / bare loop: {outbox_rate / bare_rate:.2f}")
+
+
+def main() -> None:
+    args = parse_args()
+    with sink_and_workers() as harness:
+        reset_database(args.database_url)
+        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=harness.port)
+        from credits.models import CreditNotice
+
+        measure_build(args.customers)
+        measure_compute()
+        ids = list(CreditNotice.objects.order_by("pk").values_list("pk", flat=True)[: args.deliver])
+        measure_approve(args, ids)
+        outbox_rate = measure_deliver(args, harness, ids)
+        measure_bare_loop(harness, ids, outbox_rate)
 
 
 if __name__ == "__main__":

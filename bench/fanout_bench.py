@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import argparse
 import io
-import multiprocessing
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -27,11 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.credits_bench import (  # noqa: E402 - after the path is set
-    _sink_main,
-    free_port,
+    Harness,
     reset_database,
     setup_django,
-    start_workers,
+    sink_and_workers,
     wait_for,
 )
 
@@ -85,7 +81,7 @@ def staff_update(incident: object, body: str) -> tuple[float, int]:
     return took, len(queries.captured_queries)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -94,106 +90,112 @@ def main() -> None:
     parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/h12_fanout")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/12")
     parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the finally stops the workers
-    port = free_port()
-    counter = multiprocessing.Value("l", 0)
-    ready = multiprocessing.Event()
-    sink = multiprocessing.Process(target=_sink_main, args=(port, counter, ready), daemon=True)
-    sink.start()
-    ready.wait(10)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
+
+def open_incident() -> object:
+    from incidents import services as incidents
+    from incidents.models import ImpactWindow, Incident, Product
+
+    gmail = Product.objects.create(name="Gmail", slug="gmail")
+    at = datetime.now(UTC) - timedelta(minutes=10)
+    return incidents.incident_open(
+        title="Gmail delivery delays",
+        impact=Incident.Impact.MINOR,
+        started_at=at,
+        windows=[incidents.WindowSpec(product=gmail, level=ImpactWindow.Level.PARTIAL_OUTAGE, started_at=at)],
+        notify=False,
+    )
+
+
+def measure_staff_updates(incident: object, subscribers: int) -> None:
+    """The staff request at 10 subscribers, then at `subscribers`: time and queries."""
+    copy_subscribers(0, 10)
+    staff_update(incident, "Warm-up.")  # first-call costs (templates, connections)
+    small_s, small_q = staff_update(incident, "Found the cause.")
+    print(f"staff update, 10 subscribers: {small_s * 1000:.1f} ms, {small_q} queries", flush=True)
+
+    t0 = time.perf_counter()
+    copy_subscribers(10, subscribers - 10)
+    print(f"  COPY {subscribers - 10:,} subscribers in {time.perf_counter() - t0:.1f} s", flush=True)
+    large_s, large_q = staff_update(incident, "Fix rolling out.")
+    print(
+        f"staff update, {subscribers:,} subscribers: {large_s * 1000:.1f} ms, {large_q} queries",
+        flush=True,
+    )
+
+
+def measure_expansion(args: argparse.Namespace) -> int:
+    """Expands the last event in this process up to `--expand` recipients; returns the rows queued."""
+    import redis
+
+    from outbox.models import OutboundMessage
+    from subscriptions import notifications
+    from subscriptions.models import NotificationEvent
+
+    # Only the last event is expanded (and delivered); the others are dropped.
+    event = NotificationEvent.objects.order_by("-pk").first()
+    assert event is not None
+    NotificationEvent.objects.exclude(pk=event.pk).delete()
+    redis.Redis.from_url(args.redis_url).flushdb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    while notifications.notification_event_expand(event_id=event.pk):
+        event.refresh_from_db()
+        if event.recipients >= args.expand:
+            break
+    expand_s, expand_cpu = time.perf_counter() - t0, time.process_time() - c0
+    queued = OutboundMessage.objects.count()
+    print(
+        f"expansion: {queued:,} subscribers queued in {expand_s:.1f} s = {queued / expand_s:,.0f}/s"
+        f" ({expand_cpu:.1f} s of this process's CPU = {queued / expand_cpu:,.0f}/s of CPU)",
+        flush=True,
+    )
+    # Stop the expansion here (its next chunk is already queued): the workers only
+    # deliver what was expanded, so the delivery rate is measured on its own.
+    NotificationEvent.objects.filter(pk=event.pk).update(done_at=datetime.now(UTC))
+    return queued
+
+
+def measure_delivery(args: argparse.Namespace, harness: Harness, queued: int) -> None:
+    import redis
+
+    from outbox.models import Destination, MessageState, OutboundMessage
+    from outbox.services import outbox_kick
+
+    redis.Redis.from_url(args.redis_url).flushdb()
+    # The flush dropped the delivery task the expansion queued: free its reservation.
+    Destination.objects.update(kicked_at=None)
+    env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
+    harness.start_workers(env, args.workers)
+    t0 = time.perf_counter()
+    outbox_kick(["smtp"])
+    wait_for(lambda: harness.counter.value >= queued, 3600, "deliveries")
+    wait_for(
+        lambda: OutboundMessage.objects.filter(state=MessageState.SENT).count() >= queued,
+        300,
+        "rows marked sent",
+    )
+    deliver_s = time.perf_counter() - t0
+    print(
+        f"deliver: {queued:,} emails in {deliver_s:.1f} s = {queued / deliver_s:,.0f} emails/s",
+        flush=True,
+    )
+    if harness.counter.value != queued:
+        print(f"  WARNING: the sink received {harness.counter.value} messages for {queued} rows")
+
+
+def main() -> None:
+    args = parse_args()
+    with sink_and_workers() as harness:  # on the way out the workers stop, SIGTERM included
         reset_database(args.database_url)
-        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=port)
+        setup_django(database_url=args.database_url, redis_url=args.redis_url, smtp_port=harness.port)
         import redis
 
-        from incidents import services as incidents
-        from incidents.models import ImpactWindow, Incident, Product
-        from outbox.models import MessageState, OutboundMessage
-        from subscriptions import notifications
-        from subscriptions.models import NotificationEvent
-
         redis.Redis.from_url(args.redis_url).flushdb()
-        gmail = Product.objects.create(name="Gmail", slug="gmail")
-        at = datetime.now(UTC) - timedelta(minutes=10)
-        incident = incidents.incident_open(
-            title="Gmail delivery delays",
-            impact=Incident.Impact.MINOR,
-            started_at=at,
-            windows=[
-                incidents.WindowSpec(product=gmail, level=ImpactWindow.Level.PARTIAL_OUTAGE, started_at=at)
-            ],
-            notify=False,
-        )
-        copy_subscribers(0, 10)
-        staff_update(incident, "Warm-up.")  # first-call costs (templates, connections)
-        small_s, small_q = staff_update(incident, "Found the cause.")
-        print(f"staff update, 10 subscribers: {small_s * 1000:.1f} ms, {small_q} queries", flush=True)
-
-        t0 = time.perf_counter()
-        copy_subscribers(10, args.subscribers - 10)
-        print(f"  COPY {args.subscribers - 10:,} subscribers in {time.perf_counter() - t0:.1f} s", flush=True)
-        large_s, large_q = staff_update(incident, "Fix rolling out.")
-        print(
-            f"staff update, {args.subscribers:,} subscribers: {large_s * 1000:.1f} ms, {large_q} queries",
-            flush=True,
-        )
-
-        # Only the last event is expanded (and delivered); the others are dropped.
-        event = NotificationEvent.objects.order_by("-pk").first()
-        assert event is not None
-        NotificationEvent.objects.exclude(pk=event.pk).delete()
-        redis.Redis.from_url(args.redis_url).flushdb()
-        t0, c0 = time.perf_counter(), time.process_time()
-        while notifications.notification_event_expand(event_id=event.pk):
-            event.refresh_from_db()
-            if event.recipients >= args.expand:
-                break
-        expand_s, expand_cpu = time.perf_counter() - t0, time.process_time() - c0
-        queued = OutboundMessage.objects.count()
-        print(
-            f"expansion: {queued:,} subscribers queued in {expand_s:.1f} s = {queued / expand_s:,.0f}/s"
-            f" ({expand_cpu:.1f} s of this process's CPU = {queued / expand_cpu:,.0f}/s of CPU)",
-            flush=True,
-        )
-
-        # Stop the expansion here (its next chunk is already queued): the workers only
-        # deliver what was expanded, so the delivery rate is measured on its own.
-        NotificationEvent.objects.filter(pk=event.pk).update(done_at=datetime.now(UTC))
-        redis.Redis.from_url(args.redis_url).flushdb()
-        # The flush dropped the delivery task the expansion queued: free its reservation.
-        from outbox.models import Destination
-
-        Destination.objects.update(kicked_at=None)
-        env = {**os.environ, "DATABASE_URL": args.database_url, "REDIS_URL": args.redis_url}
-        procs, logs = start_workers(env, args.workers)
-        wait_for(lambda: all(b" ready." in p.read_bytes() for p in logs), 60, "workers")
-        t0 = time.perf_counter()
-        from outbox.services import outbox_kick
-
-        outbox_kick(["smtp"])
-        wait_for(lambda: counter.value >= queued, 3600, "deliveries")
-        wait_for(
-            lambda: OutboundMessage.objects.filter(state=MessageState.SENT).count() >= queued,
-            300,
-            "rows marked sent",
-        )
-        deliver_s = time.perf_counter() - t0
-        print(
-            f"deliver: {queued:,} emails in {deliver_s:.1f} s = {queued / deliver_s:,.0f} emails/s",
-            flush=True,
-        )
-        if counter.value != queued:
-            print(f"  WARNING: the sink received {counter.value} messages for {queued} rows")
-    finally:
-        for proc in procs:
-            os.killpg(proc.pid, signal.SIGTERM)
-        for proc in procs:
-            proc.wait(30)
-        sink.terminate()
-        sink.join(5)
+        incident = open_incident()
+        measure_staff_updates(incident, args.subscribers)
+        queued = measure_expansion(args)
+        measure_delivery(args, harness, queued)
 
 
 if __name__ == "__main__":

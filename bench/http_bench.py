@@ -33,6 +33,7 @@ APP_PORT = 18081
 DB_PROXY_PORT = 18432
 NGINX_PORT = 18080
 NGINX_CACHE_PORT = 18082
+APP = f"http://127.0.0.1:{APP_PORT}"
 
 
 @dataclass
@@ -139,7 +140,7 @@ class TcpProxy:
         self.sock.close()  # new connections are now refused
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -152,12 +153,12 @@ def main() -> None:
             sys.exit(f"{tool} is required: apt-get install wrk nginx-light")
     for port in (APP_PORT, DB_PROXY_PORT, NGINX_PORT, NGINX_CACHE_PORT):
         free_port(port)
+    return args
 
-    WORK.mkdir(parents=True, exist_ok=True)
-    snapshots = WORK / "var" / "snapshots"
-    if snapshots.exists():
-        shutil.rmtree(snapshots)
-    pg = re.match(r"postgres://(?P<user>[^@]+)@(?P<host>[^:/]+):(?P<port>\d+)/(?P<db>\w+)", args.pg)
+
+def recreate_database(url: str) -> re.Match[str]:
+    """Drops and creates the database `url` names (with psql); returns its parts."""
+    pg = re.match(r"postgres://(?P<user>[^@]+)@(?P<host>[^:/]+):(?P<port>\d+)/(?P<db>\w+)", url)
     if not pg:
         sys.exit("--pg must look like postgres://user@host:port/dbname")
     subprocess.run(
@@ -165,7 +166,10 @@ def main() -> None:
          f"DROP DATABASE IF EXISTS {pg['db']}", "-c", f"CREATE DATABASE {pg['db']}"],
         check=True,
     )  # fmt: skip
-    proxy = TcpProxy(DB_PROXY_PORT, (pg["host"], int(pg["port"])))
+    return pg
+
+
+def app_env(pg: re.Match[str]) -> dict[str, str]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "bench.bench_settings",
@@ -184,37 +188,37 @@ def main() -> None:
         "PYTHONPATH": str(ROOT),
     }
     env.pop("REDIS_URL", None)  # per-process local cache: what a single box runs
+    return env
+
+
+def load_demo(env: dict[str, str]) -> None:
     print("preparing the demo database ...", flush=True)
     subprocess.run([str(PY), "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     subprocess.run(
         [str(PY), "manage.py", "load_demo"], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL
     )
 
-    def start_gunicorn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [str(PY), "-m", "gunicorn", "--config", "docker/gunicorn.conf.py", "statuspage.wsgi",
-             "--bind", f"127.0.0.1:{APP_PORT}", "--access-logfile", "/dev/null"],
-            cwd=ROOT, env=env,
-        )  # fmt: skip
 
-    gunicorn = start_gunicorn()
-    nginx_dir = Path(tempfile.mkdtemp(prefix="nginx-bench-"))
-    nginx_dir.chmod(0o755)  # nginx workers drop root and must read the files
-    nginx = None
-    try:
-        app = f"http://127.0.0.1:{APP_PORT}"
-        wait_http(app + "/api/v2/summary.json")
-        for path in ("/", "/api/v2/summary.json"):
-            for _ in range(64):  # every worker process builds and caches its copy
-                urllib.request.urlopen(app + path, timeout=10).read()
-        page = (snapshots / "index.html").read_bytes()
-        (WORK / "bare-body.html").write_bytes(page)
-        static_root = nginx_dir / "static"
-        static_root.mkdir()
-        (static_root / "index.html").write_bytes(page)
-        conf = nginx_dir / "nginx.conf"
-        conf.write_text(
-            f"""
+def start_gunicorn(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(PY), "-m", "gunicorn", "--config", "docker/gunicorn.conf.py", "statuspage.wsgi",
+         "--bind", f"127.0.0.1:{APP_PORT}", "--access-logfile", "/dev/null"],
+        cwd=ROOT, env=env,
+    )  # fmt: skip
+
+
+def warm_up(snapshots: Path) -> bytes:
+    """Every worker process builds and caches its copy; returns the `/` snapshot's bytes."""
+    for path in ("/", "/api/v2/summary.json"):
+        for _ in range(64):
+            urllib.request.urlopen(APP + path, timeout=10).read()
+    page = (snapshots / "index.html").read_bytes()
+    (WORK / "bare-body.html").write_bytes(page)
+    return page
+
+
+def nginx_conf(nginx_dir: Path, static_root: Path, snapshots: Path) -> str:
+    return f"""
 worker_processes 2;
 {"user root;" if os.geteuid() == 0 else ""}
 pid {nginx_dir}/nginx.pid;
@@ -262,44 +266,73 @@ http {{
   }}
 }}
 """
-        )
-        nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
-        time.sleep(0.5)
-        if nginx.poll() is not None:
-            sys.exit("nginx did not start: " + (nginx_dir / "error.log").read_text(errors="replace"))
-        wait_http(f"http://127.0.0.1:{NGINX_PORT}/static-index.html")
-        assert urllib.request.urlopen(f"http://127.0.0.1:{NGINX_PORT}/", timeout=5).read() == page
 
-        d, c = args.duration, args.connections
-        results = {
-            "G": run_wrk("/ via nginx 1 s micro-cache -> gunicorn", f"http://127.0.0.1:{NGINX_CACHE_PORT}/", duration=d, connections=c),
-            "A": run_wrk("cached / (gunicorn)", app + "/", duration=d, connections=c),
-            "B": run_wrk("cached /api/v2/summary.json (gunicorn)", app + "/api/v2/summary.json", duration=d, connections=c),
-            "C": run_wrk("bare Django view, same bytes (gunicorn)", app + "/bench/bare/", duration=d, connections=c),
-            "D": run_wrk("snapshot via nginx (app down)", f"http://127.0.0.1:{NGINX_PORT}/", duration=d, connections=c),
-            "E": run_wrk("nginx static file, same bytes", f"http://127.0.0.1:{NGINX_PORT}/static-index.html", duration=d, connections=c),
-        }  # fmt: skip
+
+def start_nginx(nginx_dir: Path, page: bytes, snapshots: Path) -> subprocess.Popen[bytes]:
+    """nginx in front (micro-cache) and as the app-down fallback, beside a static copy of `page`."""
+    static_root = nginx_dir / "static"
+    static_root.mkdir()
+    (static_root / "index.html").write_bytes(page)
+    conf = nginx_dir / "nginx.conf"
+    conf.write_text(nginx_conf(nginx_dir, static_root, snapshots))
+    nginx = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"])
+    time.sleep(0.5)
+    if nginx.poll() is not None:
+        sys.exit("nginx did not start: " + (nginx_dir / "error.log").read_text(errors="replace"))
+    wait_http(f"http://127.0.0.1:{NGINX_PORT}/static-index.html")
+    assert urllib.request.urlopen(f"http://127.0.0.1:{NGINX_PORT}/", timeout=5).read() == page
+    return nginx
+
+
+def measure_healthy(d: int, c: int) -> dict[str, WrkResult]:
+    return {
+        "G": run_wrk("/ via nginx 1 s micro-cache -> gunicorn", f"http://127.0.0.1:{NGINX_CACHE_PORT}/", duration=d, connections=c),
+        "A": run_wrk("cached / (gunicorn)", APP + "/", duration=d, connections=c),
+        "B": run_wrk("cached /api/v2/summary.json (gunicorn)", APP + "/api/v2/summary.json", duration=d, connections=c),
+        "C": run_wrk("bare Django view, same bytes (gunicorn)", APP + "/bench/bare/", duration=d, connections=c),
+        "D": run_wrk("snapshot via nginx (app down)", f"http://127.0.0.1:{NGINX_PORT}/", duration=d, connections=c),
+        "E": run_wrk("nginx static file, same bytes", f"http://127.0.0.1:{NGINX_PORT}/static-index.html", duration=d, connections=c),
+    }  # fmt: skip
+
+
+def measure_database_down(d: int, c: int) -> WrkResult:
+    """`/` with the database gone and no process holding a cached copy."""
+    r = urllib.request.urlopen(APP + "/", timeout=10)
+    print(
+        f"\nwith the database unreachable: / answered {r.status}, X-Status-Snapshot={r.headers.get('X-Status-Snapshot')}"
+    )
+    result = run_wrk("/ with the database unreachable (gunicorn)", APP + "/", duration=d, connections=c)
+    code = 0
+    try:
+        urllib.request.urlopen(APP + "/history/", timeout=10)
+    except urllib.error.HTTPError as exc:
+        code = exc.code
+    print(f"with the database unreachable: /history/ answered {code or 200}")
+    return result
+
+
+def measure(
+    args: argparse.Namespace, env: dict[str, str], proxy: TcpProxy, snapshots: Path
+) -> dict[str, WrkResult]:
+    """Starts gunicorn and nginx, runs every wrk measurement, stops them again."""
+    gunicorn = start_gunicorn(env)
+    nginx_dir = Path(tempfile.mkdtemp(prefix="nginx-bench-"))
+    nginx_dir.chmod(0o755)  # nginx workers drop root and must read the files
+    nginx = None
+    try:
+        wait_http(APP + "/api/v2/summary.json")
+        page = warm_up(snapshots)
+        nginx = start_nginx(nginx_dir, page, snapshots)
+        results = measure_healthy(args.duration, args.connections)
 
         # The database goes away (the proxy to it is cut) and the app restarts, so no
         # process has a cached copy: every page must come from the snapshot on disk.
         proxy.cut()
         gunicorn.send_signal(signal.SIGTERM)
         gunicorn.wait(timeout=30)
-        gunicorn = start_gunicorn()
-        wait_http(app + "/")
-        r = urllib.request.urlopen(app + "/", timeout=10)
-        print(
-            f"\nwith the database unreachable: / answered {r.status}, X-Status-Snapshot={r.headers.get('X-Status-Snapshot')}"
-        )
-        results["F"] = run_wrk(
-            "/ with the database unreachable (gunicorn)", app + "/", duration=d, connections=c
-        )
-        code = 0
-        try:
-            urllib.request.urlopen(app + "/history/", timeout=10)
-        except urllib.error.HTTPError as exc:
-            code = exc.code
-        print(f"with the database unreachable: /history/ answered {code or 200}")
+        gunicorn = start_gunicorn(env)
+        wait_http(APP + "/")
+        results["F"] = measure_database_down(args.duration, args.connections)
     finally:
         gunicorn.send_signal(signal.SIGTERM)
         gunicorn.wait(timeout=30)
@@ -307,7 +340,10 @@ http {{
             nginx.send_signal(signal.SIGQUIT)
             nginx.wait(timeout=10)
         shutil.rmtree(nginx_dir, ignore_errors=True)
+    return results
 
+
+def print_report(args: argparse.Namespace, results: dict[str, WrkResult]) -> None:
     print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s, {os.cpu_count()} cores, loopback\n")
     print(f"{'':3}{'endpoint':46}{'req/s':>10}{'p99 ms':>10}{'errors':>8}")
     for key, res in results.items():
@@ -322,6 +358,20 @@ http {{
         f"p99 / via the nginx micro-cache (docker/nginx.conf): {results['G'].p99_ms:.1f} ms  (target < 50 ms)"
     )
     print(f"database unreachable / cached /        : {results['F'].rps / a.rps:.2f}")
+
+
+def main() -> None:
+    args = parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    snapshots = WORK / "var" / "snapshots"
+    if snapshots.exists():
+        shutil.rmtree(snapshots)
+    pg = recreate_database(args.pg)
+    proxy = TcpProxy(DB_PROXY_PORT, (pg["host"], int(pg["port"])))
+    env = app_env(pg)
+    load_demo(env)
+    results = measure(args, env, proxy, snapshots)
+    print_report(args, results)
 
 
 if __name__ == "__main__":

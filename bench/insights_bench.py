@@ -247,9 +247,13 @@ def paths() -> tuple[tuple[str, str, bool], ...]:
 
 INSIGHTS = "all products, by month"
 PYTHON_REF = "ref: Python path, all/month"
+SPANS = {"spread": timedelta(days=3650), "dense": timedelta(days=330)}
+
+# (layout, incidents, page label, median seconds, queries, bytes)
+Row = tuple[str, int, str, float, int, int]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -260,44 +264,47 @@ def main() -> None:
     args = parser.parse_args()
     if not args.database_url.startswith("postgres"):
         parser.error("this benchmark is for PostgreSQL")
-    spans = {"spread": timedelta(days=3650), "dense": timedelta(days=330)}
-    layouts = [name for name in args.layouts.split(",") if name]
-    if any(name not in spans for name in layouts):
-        parser.error(f"layouts are {', '.join(spans)}")
-    ensure_database(args.database_url)
-    setup_django(args.database_url)
-    from django.core.management import call_command
+    args.layouts = [name for name in args.layouts.split(",") if name]
+    if any(name not in SPANS for name in args.layouts):
+        parser.error(f"layouts are {', '.join(SPANS)}")
+    args.sizes = [int(s) for s in args.sizes.split(",")]
+    return args
+
+
+def grow_to(size: int, have: int, *, now: datetime, span: timedelta) -> None:
+    """Adds incidents up to `size`, then leaves the tables as autovacuum would."""
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
-    now = datetime.now(tz=UTC)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
-    loads = []
-    for layout in layouts:
-        user = reset()
-        add_notices(now)
-        have = 0
-        for size in sizes:
-            started = time.perf_counter()
-            add_incidents(size - have, now=now, span=spans[layout], offset=have)
-            have = size
-            # A steady state, as autovacuum would leave it: statistics for the planner, and
-            # the visibility map and hint bits set (else the first reads after a bulk
-            # insert write every page they touch, and whichever page is measured first
-            # pays for it).
-            connection.ensure_connection()
-            with connection.cursor() as cursor:
-                cursor.execute("VACUUM ANALYZE")
-            print(
-                f"{layout}: {size:,} incidents inserted in {time.perf_counter() - started:.1f} s", flush=True
-            )
-            for label, path, python_path in paths():
-                t, q, b = measure(user, path, args.repeat, python_path=python_path)
-                rows.append((layout, size, label, t, q, b))
-                print(f"  {label:30} {t * 1000:8.1f} ms {q:3d} queries {b / 1024:7.0f} KiB", flush=True)
-            loads.append(os.getloadavg()[0])
+    add_incidents(size - have, now=now, span=span, offset=have)
+    # A steady state, as autovacuum would leave it: statistics for the planner, and
+    # the visibility map and hint bits set (else the first reads after a bulk
+    # insert write every page they touch, and whichever page is measured first
+    # pays for it).
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
 
+
+def measure_layout(layout: str, args: argparse.Namespace, now: datetime, loads: list[float]) -> list[Row]:
+    """Every page at every size of one layout; the load average after each size."""
+    rows: list[Row] = []
+    user = reset()
+    add_notices(now)
+    have = 0
+    for size in args.sizes:
+        started = time.perf_counter()
+        grow_to(size, have, now=now, span=SPANS[layout])
+        have = size
+        print(f"{layout}: {size:,} incidents inserted in {time.perf_counter() - started:.1f} s", flush=True)
+        for label, path, python_path in paths():
+            t, q, b = measure(user, path, args.repeat, python_path=python_path)
+            rows.append((layout, size, label, t, q, b))
+            print(f"  {label:30} {t * 1000:8.1f} ms {q:3d} queries {b / 1024:7.0f} KiB", flush=True)
+        loads.append(os.getloadavg()[0])
+    return rows
+
+
+def print_table(rows: list[Row]) -> None:
     print()
     print(f"{'layout':8}{'incidents':>10}  {'page':30}{'ms':>9}{'queries':>9}{'KiB':>7}{'x smallest':>12}")
     for r in rows:
@@ -311,6 +318,9 @@ def main() -> None:
         print(
             f"queries for {label!r} at every size: {counts} ({'constant' if len(counts) == 1 else 'GROWS'})"
         )
+
+
+def print_references(rows: list[Row], loads: list[float]) -> None:
     print()
     for r in rows:
         if r[2] != INSIGHTS:
@@ -324,6 +334,9 @@ def main() -> None:
     print(
         f"load average (1 min) after each layout and size: {', '.join(f'{x:.1f}' for x in loads)} (2 cores)"
     )
+
+
+def print_slowest(rows: list[Row], layouts: list[str], sizes: list[int]) -> None:
     for layout in layouts:
         pages = [
             r for r in rows if r[0] == layout and r[1] == max(sizes) and r[2].startswith(("all", "a ", "one"))
@@ -333,6 +346,23 @@ def main() -> None:
             f"{layout}: slowest insights render at {max(sizes):,} incidents: {worst[3] * 1000:.0f} ms "
             f"({worst[2]}; {'under' if worst[3] < 1 else 'OVER'} one second)"
         )
+
+
+def main() -> None:
+    args = parse_args()
+    ensure_database(args.database_url)
+    setup_django(args.database_url)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    now = datetime.now(tz=UTC)
+    rows: list[Row] = []
+    loads: list[float] = []
+    for layout in args.layouts:
+        rows += measure_layout(layout, args, now, loads)
+    print_table(rows)
+    print_references(rows, loads)
+    print_slowest(rows, args.layouts, args.sizes)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ class _Cap(Exception):
     pass
 
 
-def _raise_cap(signum: int, frame: Any) -> None:
+def _raise_cap(_signum: int, _frame: Any) -> None:
     raise _Cap
 
 

@@ -29,7 +29,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.faults import FaultProxy  # noqa: E402 - after the path is set
+from bench.http_bench import recreate_database  # noqa: E402 - after the path is set
+from tests.faults import FaultProxy  # noqa: E402
 
 PY = ROOT / ".venv" / "bin" / "python"
 WORK = ROOT / "var" / "bench-slow-db"
@@ -142,7 +143,7 @@ def time_static(url: str, *, stop: threading.Event, out: list[float]) -> None:
         time.sleep(0.05)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -156,17 +157,11 @@ def main() -> None:
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is required: apt-get install wrk")
-    pg = re.match(r"postgres://(?P<user>[^@]+)@(?P<host>[^:/]+):(?P<port>\d+)/(?P<db>\w+)", args.pg)
-    if not pg:
-        sys.exit("--pg must look like postgres://user@host:port/dbname")
-    subprocess.run(
-        ["psql", "-h", pg["host"], "-p", pg["port"], "-U", pg["user"], "-d", "postgres", "-qc",
-         f"DROP DATABASE IF EXISTS {pg['db']}", "-c", f"CREATE DATABASE {pg['db']}"],
-        check=True,
-    )  # fmt: skip
-    proxy = FaultProxy((pg["host"], int(pg["port"])))
-    WORK.mkdir(parents=True, exist_ok=True)
-    env = {
+    return args
+
+
+def app_env(args: argparse.Namespace, pg: re.Match[str], proxy: FaultProxy) -> dict[str, str]:
+    return {
         **os.environ,
         "DEBUG": "0",
         "SECRET_KEY": "bench-only",
@@ -184,6 +179,9 @@ def main() -> None:
         "GUNICORN_ACCESSLOG": "/dev/null",
         "PYTHONPATH": str(ROOT),
     }
+
+
+def load_demo(env: dict[str, str]) -> None:
     print("preparing the demo database ...", flush=True)
     subprocess.run([str(PY), "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     subprocess.run(
@@ -191,15 +189,19 @@ def main() -> None:
     )
     subprocess.run([str(PY), "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
 
-    def psql(sql: str) -> str:
-        return subprocess.run(
-            ["psql", "-h", pg["host"], "-p", pg["port"], "-U", pg["user"], "-d", pg["db"], "-Atc", sql],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
 
-    incident = psql("SELECT public_id FROM incidents_incident ORDER BY started_at DESC LIMIT 1")
-    product = psql("SELECT slug FROM incidents_product WHERE is_public ORDER BY position, id LIMIT 1")
-    paths = [
+def psql(pg: re.Match[str], sql: str) -> str:
+    return subprocess.run(
+        ["psql", "-h", pg["host"], "-p", pg["port"], "-U", pg["user"], "-d", pg["db"], "-Atc", sql],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def public_paths(pg: re.Match[str]) -> list[str]:
+    """The public URLs driven round robin, with a real incident and product of the demo."""
+    incident = psql(pg, "SELECT public_id FROM incidents_incident ORDER BY started_at DESC LIMIT 1")
+    product = psql(pg, "SELECT slug FROM incidents_product WHERE is_public ORDER BY position, id LIMIT 1")
+    return [
         "/",
         "/api/v2/summary.json",
         "/history/",
@@ -210,49 +212,76 @@ def main() -> None:
         "/history.atom",
         "/api/v2/incidents.json",
     ]
+
+
+def measure_slowed(args: argparse.Namespace, base: str, paths: list[str]) -> dict[str, float]:
+    """Phase 2, with a static file timed alongside it."""
+    static_ms: list[float] = []
+    stop = threading.Event()
+    timer = threading.Thread(
+        target=time_static,
+        args=(base + "/static/css/status.css",),
+        kwargs={"stop": stop, "out": static_ms},
+    )
+    timer.start()
+    slow = run_wrk(
+        f"2. database +{2 * args.delay:.0f} s/trip",
+        base,
+        paths,
+        duration=args.duration,
+        connections=args.connections,
+    )
+    stop.set()
+    timer.join(timeout=15)
+    static_ms.sort()
+    if static_ms:
+        p99 = static_ms[min(len(static_ms) - 1, int(len(static_ms) * 0.99))]
+        print(
+            f"   static file alongside phase 2: {len(static_ms)} requests, "
+            f"median {statistics.median(static_ms):.1f} ms, p99 {p99:.1f} ms, max {static_ms[-1]:.1f} ms"
+        )
+    return slow
+
+
+def measure(args: argparse.Namespace, env: dict[str, str], proxy: FaultProxy, paths: list[str]) -> None:
+    """Warms every page, then the two phases; prints each and the summary."""
+    base = f"http://127.0.0.1:{APP_PORT}"
+    wait_http(base + "/")
+    for _ in range(16):  # every worker process gets its copy of every page
+        for path in paths:
+            fetch_until_ok(base + path)
+    d, c = args.duration, args.connections
+    print(f"\nwrk -t2 -c{c} -d{d}s, {len(paths)} public URLs round robin, budget {BUDGET_MS} ms\n")
+    healthy = run_wrk("1. healthy database     ", base, paths, duration=d, connections=c)
+
+    # A change lands (every page must be rebuilt), then the database slows down.
+    subprocess.run(
+        [str(PY), "manage.py", "shell", "-c", "from edge.version import _bump; _bump()"],
+        cwd=ROOT, env=env, check=True,
+    )  # fmt: skip
+    proxy.delay = args.delay
+    slow = measure_slowed(args, base, paths)
+    proxy.heal()
+    print()
+    print(f"p99 with the database slowed: {slow['p99_ms']:.1f} ms (healthy: {healthy['p99_ms']:.1f} ms)")
+    print(f"within {BUDGET_MS} ms with the database slowed: {slow['within']:.2f}% (target >= 99%)")
+
+
+def main() -> None:
+    args = parse_args()
+    pg = recreate_database(args.pg)
+    proxy = FaultProxy((pg["host"], int(pg["port"])))
+    WORK.mkdir(parents=True, exist_ok=True)
+    env = app_env(args, pg, proxy)
+    load_demo(env)
+    paths = public_paths(pg)
     gunicorn = subprocess.Popen(
         [str(PY), "-m", "gunicorn", "--config", "docker/gunicorn.conf.py", "statuspage.wsgi",
          "--bind", f"127.0.0.1:{APP_PORT}"],
         cwd=ROOT, env=env,
     )  # fmt: skip
-    base = f"http://127.0.0.1:{APP_PORT}"
     try:
-        wait_http(base + "/")
-        for _ in range(16):  # every worker process gets its copy of every page
-            for path in paths:
-                fetch_until_ok(base + path)
-        d, c = args.duration, args.connections
-        print(f"\nwrk -t2 -c{c} -d{d}s, {len(paths)} public URLs round robin, budget {BUDGET_MS} ms\n")
-        healthy = run_wrk("1. healthy database     ", base, paths, duration=d, connections=c)
-
-        # A change lands (every page must be rebuilt), then the database slows down.
-        subprocess.run(
-            [str(PY), "manage.py", "shell", "-c", "from edge.version import _bump; _bump()"],
-            cwd=ROOT, env=env, check=True,
-        )  # fmt: skip
-        proxy.delay = args.delay
-        static_ms: list[float] = []
-        stop = threading.Event()
-        timer = threading.Thread(
-            target=time_static,
-            args=(base + "/static/css/status.css",),
-            kwargs={"stop": stop, "out": static_ms},
-        )
-        timer.start()
-        slow = run_wrk(f"2. database +{2 * args.delay:.0f} s/trip", base, paths, duration=d, connections=c)
-        stop.set()
-        timer.join(timeout=15)
-        static_ms.sort()
-        if static_ms:
-            p99 = static_ms[min(len(static_ms) - 1, int(len(static_ms) * 0.99))]
-            print(
-                f"   static file alongside phase 2: {len(static_ms)} requests, "
-                f"median {statistics.median(static_ms):.1f} ms, p99 {p99:.1f} ms, max {static_ms[-1]:.1f} ms"
-            )
-        proxy.heal()
-        print()
-        print(f"p99 with the database slowed: {slow['p99_ms']:.1f} ms (healthy: {healthy['p99_ms']:.1f} ms)")
-        print(f"within {BUDGET_MS} ms with the database slowed: {slow['within']:.2f}% (target >= 99%)")
+        measure(args, env, proxy, paths)
     finally:
         gunicorn.send_signal(signal.SIGTERM)
         try:
