@@ -340,7 +340,7 @@ LOGIN_URL = "admin:login"
 
 # Login attempts are limited per account and, separately, per client address (either
 # locks): after AXES_FAILURE_LIMIT failures, even the right password is refused for
-# AXES_COOLOFF_MINUTES. The address is the one api.throttling trusts: REMOTE_ADDR, or the
+# AXES_COOLOFF_MINUTES. The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
 # X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -350,7 +350,7 @@ AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "api.throttling.login_client_address"
+AXES_CLIENT_IP_CALLABLE = "edge.ratelimit.login_client_address"
 AXES_VERBOSE = False
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
