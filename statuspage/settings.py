@@ -239,13 +239,13 @@ CELERY_TIMEZONE = "UTC"
 
 # --- Email ------------------------------------------------------------------------------
 EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 if EMAIL_HOST:
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    EMAIL_PORT = env_int("EMAIL_PORT", 25)
-    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
-    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
-    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-    EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 else:
     # No SMTP configured: every email is written as a .log file a person can open.
     EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
@@ -564,6 +564,8 @@ OUTBOX_BREAKER_COOLDOWN = env_float("OUTBOX_BREAKER_COOLDOWN", 30.0)
 OUTBOX_BREAKER_MAX_COOLDOWN = env_float("OUTBOX_BREAKER_MAX_COOLDOWN", 300.0)
 # The longest a request or command waits on the broker after its commit (one try).
 OUTBOX_PUBLISH_TIMEOUT = env_float("OUTBOX_PUBLISH_TIMEOUT", 0.2)
+# An SMTP session idle this long is closed before reuse (well under servers' idle timeouts).
+OUTBOX_SMTP_IDLE_SECONDS = env_float("OUTBOX_SMTP_IDLE_SECONDS", 30.0)
 # A queued delivery task nobody took for this long is presumed lost (Redis emptied).
 OUTBOX_KICK_LOST_SECONDS = env_float("OUTBOX_KICK_LOST_SECONDS", 2 * OUTBOX_SWEEP_GRACE_SECONDS)
 # Right-hand side of the stable Message-ID of every email.
