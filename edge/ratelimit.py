@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.core.cache import caches
+from django.core.cache import BaseCache, caches
+from django.core.cache.backends.base import InvalidCacheBackendError
 
 from edge.cache_backend import CacheUnavailable
 
@@ -62,6 +63,14 @@ def login_client_address(request: HasMeta) -> str | None:
     return _valid_ip(client_address(request))
 
 
+def _counters() -> BaseCache:
+    try:
+        return caches["ratelimit"]
+    except InvalidCacheBackendError:
+        logger.warning("no ratelimit cache configured; using the default cache")
+        return caches["default"]
+
+
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
@@ -83,7 +92,7 @@ def hit(*, scope: str, value: str, limit: int, window: int) -> Verdict:
     digest = hashlib.sha256(value.encode()).hexdigest()[:32]
     start_key = f"rl:{scope}:{digest}:start"
     try:
-        counters = caches["ratelimit"]
+        counters = _counters()
         counters.add(start_key, now, timeout=window)
         start = float(counters.get(start_key) or now)
         # add-then-incr is atomic in Redis: concurrent requests cannot lose a count.
