@@ -47,7 +47,6 @@ MEMO_TIMEOUT = 60
 STALE_ATTRIBUTE = "_edge_stale_built_at"
 
 T = TypeVar("T")
-ViewFunc = Callable[..., HttpResponseBase]
 
 
 def is_anonymous_request(request: HttpRequest) -> bool:
