@@ -1,107 +1,50 @@
-"""Throttles for anonymous and token callers, keyed on the real client address.
-
-The client address is REMOTE_ADDR, or - only when settings.NUM_PROXIES says that many
-trusted proxies sit in front of us - the entry those proxies appended to
-X-Forwarded-For, counted from the right. Entries further left were written by the
-client and can say anything, so forging the header never buys a fresh allowance.
-
-The counters live in the "ratelimit" cache (Redis in production), apart from the page
-cache, so that page entries cannot evict them. If the cache errors, the
-throttle lets the request through: shedding load is worth less than answering while
-Redis is being restarted.
-"""
+"""DRF throttles for anonymous and token callers: thin adapters over the one rate limiter
+(edge.ratelimit), keyed on the client address it trusts or on the user."""
 
 from __future__ import annotations
 
-import ipaddress
-import logging
 from typing import Any
 
-from django.conf import settings
-from django.core.cache import caches
-from django.http import HttpRequest
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from edge.cache_backend import CacheUnavailable
-
-logger = logging.getLogger(__name__)
-
-
-def _valid_ip(value: str) -> str | None:
-    value = value.strip()
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        return None
-
-
-def client_address(request: HttpRequest | Request) -> str:
-    """The caller's address as far as our own proxies can vouch for it."""
-    meta = request.META
-    remote = meta.get("REMOTE_ADDR", "") or "unknown"
-    num_proxies = int(getattr(settings, "NUM_PROXIES", 0) or 0)
-    forwarded = meta.get("HTTP_X_FORWARDED_FOR")
-    if num_proxies <= 0 or not forwarded:
-        return remote
-    entries = [entry for entry in forwarded.split(",") if entry.strip()]
-    if not entries:
-        return remote
-    # With N trusted proxies, the Nth entry from the right is the one the outermost
-    # trusted proxy wrote about the peer it saw: the real client.
-    chosen = entries[-min(num_proxies, len(entries))]
-    return _valid_ip(chosen) or remote
-
-
-def login_client_address(request: HttpRequest) -> str | None:
-    """The same address for the admin login limiter (django-axes), which stores it in an
-    IP column: None rather than "unknown" when there is no usable one."""
-    return _valid_ip(client_address(request))
+from edge import ratelimit
+from edge.ratelimit import client_address
 
 
 class _FailOpenRateThrottle(SimpleRateThrottle):
+    """Counts through edge.ratelimit.hit (which fails open); subclasses name the scope and
+    the identity (get_cache_key), and may override get_rate."""
+
     def __init__(self) -> None:
-        # Throttles are made per request: looked up here (not bound at import), so a
-        # settings change of CACHES takes effect. A missing alias fails open below.
-        try:
-            self.cache = caches["ratelimit"]
-        except Exception:  # noqa: BLE001
-            logger.warning("no ratelimit cache configured; using the default cache")
-        super().__init__()
+        # No cache is bound here (edge.ratelimit owns it); only the rate is read, per
+        # request, so a settings change (tests make some) takes effect.
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        self.verdict: ratelimit.Verdict | None = None
 
     def get_rate(self) -> str | None:
-        # Read the rate on every request (not once at import) so a settings change,
-        # including one made by a test, takes effect.
         rates: dict[str, Any] = api_settings.DEFAULT_THROTTLE_RATES or {}
         return rates.get(self.scope or "")  # type: ignore[no-any-return]
 
-    def get_ident(self, request: Request) -> str:
-        return client_address(request)
-
     def allow_request(self, request: Request, view: Any) -> bool:
-        try:
-            allowed = super().allow_request(request, view)
-        except CacheUnavailable:
-            # The cache backend logged the outage once; a line per request would flood.
+        if self.num_requests is None or self.duration is None:
             return True
-        except Exception:
-            logger.warning("throttle cache unavailable; letting the request through", exc_info=True)
+        ident = self.get_cache_key(request, view)
+        if ident is None:
             return True
-        if getattr(self, "key", None) is not None and self.rate is not None and hasattr(self, "history"):
+        self.verdict = verdict = ratelimit.hit(
+            scope=self.scope or "api", value=ident, limit=self.num_requests, window=self.duration
+        )
+        if verdict.limit is not None:
             # Kept for the RateLimit-* headers (see rate_limit_headers).
-            limit, duration = self.parse_rate(self.rate)
-            assert limit is not None and duration is not None
-            remaining = max(0, limit - len(self.history))
-            oldest = self.history[-1] if self.history else self.now
-            reset = max(1, int(duration - (self.now - oldest) + 0.999))
-            request._request.rate_limit = (limit, remaining, reset)  # type: ignore[attr-defined]
-        return allowed
+            request._request.rate_limit = (verdict.limit, verdict.remaining, verdict.retry_after)  # type: ignore[attr-defined]
+        return verdict.allowed
 
     def wait(self) -> float | None:
-        wait = super().wait()
         # Retry-After is an integer of seconds; never tell a client "0".
-        return None if wait is None else max(1.0, wait)
+        return None if self.verdict is None else float(max(1, self.verdict.retry_after))
 
 
 def rate_limit_headers(request: Request) -> dict[str, str]:
@@ -127,7 +70,7 @@ class AnonymousThrottle(_FailOpenRateThrottle):
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         if request.user and request.user.is_authenticated:
             return None
-        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+        return self.cache_format % {"scope": self.scope, "ident": client_address(request)}
 
 
 class TokenThrottle(_FailOpenRateThrottle):

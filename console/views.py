@@ -11,9 +11,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import ValidationError
@@ -37,6 +35,7 @@ from console.forms import (
 )
 from console.models import MessageTemplate
 from core.admin import add_validation_errors
+from core.timezones import display_zone_active
 from incidents import services
 from incidents.models import ActionItem, Incident, IncidentReport, IncidentUpdate
 from incidents.selectors import incident_get_for_user
@@ -52,7 +51,7 @@ def console_view(view: View) -> View:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with timezone.override(ZoneInfo(settings.DISPLAY_TIME_ZONE)):
+        with display_zone_active():
             response = view(request, *args, **kwargs)
         response["Cache-Control"] = "no-store"
         return response

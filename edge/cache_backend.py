@@ -1,19 +1,7 @@
-"""A Redis cache that fails fast: short socket timeouts and a per-process circuit breaker.
-
-A killed Redis refuses connections at once, but a paused or partitioned one accepts them
-and never answers: every call then waits for the socket timeout, on every request, and
-the page that should stay up crawls. This backend bounds that cost:
-
-- the first failed call opens the breaker for CACHE_BREAKER_SECONDS; while it is open,
-  every call raises `CacheUnavailable` at once, without touching the network (callers
-  already treat a cache error as a miss);
-- when the period is over, one call (one thread) probes Redis; the others keep failing
-  fast until it has answered. A failed probe reopens the breaker for another period;
-- one warning when an outage starts and one line when it ends, not a traceback per
-  request.
-
-The breaker is per process and per server: nothing is shared, so it works exactly when
-the shared state (Redis) is what is gone.
+"""A Redis cache that fails fast: short socket timeouts and a per-process circuit breaker
+(open for CACHE_BREAKER_SECONDS after a failure, then one probing call), so a paused
+Redis costs milliseconds per request, with one log line per outage.
+Design: docs/adr/0003-page-cache.md.
 """
 
 from __future__ import annotations

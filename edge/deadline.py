@@ -1,22 +1,6 @@
-"""Time budgets: a client-side bound on every database call, and work that may outlive
-the request that started it.
-
-PostgreSQL's statement_timeout only bounds time spent *executing*. A database that is
-slow on the wire (a congested link, a proxy, a server stuck in I/O) or one that stops
-answering on an open connection holds the calling thread for as long as the kernel's TCP
-timers allow: over a minute. libpq has no read timeout, so this module installs a
-psycopg2 wait callback: psycopg2 then drives its connections in non-blocking mode and
-asks us to wait for the socket, and we wait no longer than
-
-- DB_CLIENT_TIMEOUT_MS for any single round trip (always on), and
-- the deadline of the current thread, if one is set (`deadline(seconds)`).
-
-Past that the connection is closed and the call raises `OperationalError`, which every
-layer above already turns into a snapshot, a stale page or a 503 + Retry-After.
-
-`run_with_budget` runs a rebuild in its own thread and waits for it at most the budget:
-the request answers on time while the rebuild finishes in the background and leaves its
-result in the cache for the next request.
+"""Time budgets: a client-side bound on every database round trip (a psycopg2 wait
+callback: DB_CLIENT_TIMEOUT_MS and the thread's `deadline()`), and `run_with_budget` for
+work that may outlive the request that started it. Design: docs/adr/0006-deadlines.md.
 """
 
 from __future__ import annotations
@@ -38,10 +22,6 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _state = threading.local()
-
-
-class DeadlineExceeded(Exception):
-    """The time budget of this thread ran out."""
 
 
 @contextmanager

@@ -1,26 +1,7 @@
-"""HTTP caching for public reads: ETag, Last-Modified, 304, Cache-Control, memoised bodies.
-
-The status page is read hardest while something else is broken, so public reads must be
-cheap to revalidate and safe for shared caches (CDNs, proxies):
-
-- a strong `ETag` (a hash of the body, or of the public-state version) and a
-  `Last-Modified` (when the public state last changed);
-- `304 Not Modified` with an empty body on `If-None-Match` / `If-Modified-Since`;
-- `Cache-Control: public, max-age=60, stale-while-revalidate=30, stale-if-error=86400`,
-  so a CDN keeps answering from its copy while we are slow or down;
-- no cookies: a response that a shared cache stores must not carry `Set-Cookie` or
-  depend on one (`Vary: Cookie`).
-
-A request that carries credentials (an `Authorization` header or a session cookie) may
-see staff data, so it is marked `private, no-cache` and never memoised or shared.
-
-Entry points (the status page, the Statuspage-compatible JSON and the feeds are served
-by `edge.page_cache.public_page`, which uses the validators and headers defined here):
-- `finalize_public_response` post-processes a response a view already holds (the DRF
-  views in `api` use it after throttling ran);
-- `memoize_public` keeps an expensive anonymous build in the cache, keyed by the
-  public-state version so a change is visible on the next request (no TTL guessing; the
-  short timeout only bounds clock-driven changes such as a window that starts later).
+"""HTTP caching for public reads: validators (ETag, Last-Modified, 304), Cache-Control
+for shared caches, and memoised anonymous builds (`memoize_public`) for the API's
+parameterised reads. Requests with credentials are `private, no-cache` and never shared.
+Design: docs/adr/0003-page-cache.md.
 """
 
 from __future__ import annotations
@@ -30,6 +11,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -41,10 +24,13 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, Ht
 from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date
 
-from edge import guard
+from edge.backoff import database
 from edge.deadline import run_with_budget
 from edge.models import RenderProblem
 from edge.render_problems import render_problem_clear, render_problem_record
+from edge.shared_cache import cache_get, cache_set, pages_cache
+from edge.slots import rebuilds
+from edge.stale import SNAPSHOT_HEADER, Unavailable, mark_stale, stale_etag
 from edge.version import public_state_version
 
 logger = logging.getLogger(__name__)
@@ -57,12 +43,10 @@ PRIVATE_CACHE_CONTROL = "private, no-cache"
 # Memoised bodies live this long at most. Changes made through the services bump the
 # version and are visible at once; the timeout only bounds changes driven by the clock.
 MEMO_TIMEOUT = 60
-SNAPSHOT_HEADER = guard.SNAPSHOT_HEADER
 # Set on the request by memoize_public when it answers an older copy (a timestamp).
 STALE_ATTRIBUTE = "_edge_stale_built_at"
 
 T = TypeVar("T")
-ViewFunc = Callable[..., HttpResponseBase]
 
 
 def is_anonymous_request(request: HttpRequest) -> bool:
@@ -156,7 +140,7 @@ def finalize_public_response(
     if etag is None:
         etag = strong_etag(response.content)
     if stale_built_at is not None:
-        etag = guard.stale_etag(etag)
+        etag = stale_etag(etag)
         last_modified = datetime.fromtimestamp(stale_built_at, tz=UTC)
     if last_modified is None:
         last_modified = version_time(public_state_version()) if anonymous else None
@@ -164,7 +148,7 @@ def finalize_public_response(
     if last_modified is not None:
         response.headers["Last-Modified"] = http_date(last_modified.timestamp())
     if stale_built_at is not None:
-        guard.mark_stale(response, built_at=stale_built_at)
+        mark_stale(response, built_at=stale_built_at)
     elif anonymous:
         response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
     else:
@@ -180,113 +164,143 @@ def _request_digest(request: HttpRequest) -> str:
     return hashlib.sha256(request.build_absolute_uri().encode()).hexdigest()[:32]
 
 
-def _memo_key(prefix: str, version: str, request: HttpRequest) -> str:
-    return f"{prefix}:{version}:{_request_digest(request)}"
+@dataclass(frozen=True)
+class _Memo:
+    """Where one URL's memoised build lives: under the current version, and as the last
+    good copy (with its build time) whatever the version."""
+
+    prefix: str
+    digest: str
+    key: str | None  # None while the version stamp is unavailable: nothing is memoised
+    last_key: str
+
+    @classmethod
+    def for_request(cls, request: HttpRequest, prefix: str) -> _Memo:
+        version = public_state_version()
+        digest = _request_digest(request)
+        key = f"{prefix}:{version}:{digest}" if version != "unavailable" else None
+        return cls(prefix=prefix, digest=digest, key=key, last_key=f"{prefix}:last:{digest}")
+
+    def fresh(self) -> Any:
+        return None if self.key is None else cache_get(self.key, store=pages_cache())
+
+    def last(self) -> tuple[float, Any] | None:
+        return cache_get(self.last_key, store=pages_cache())  # type: ignore[no-any-return]
+
+    def store(self, value: Any) -> None:
+        store = pages_cache()
+        if self.key is not None:
+            cache_set(self.key, value, MEMO_TIMEOUT, store=store)
+        cache_set(self.last_key, (time.time(), value), 86400, store=store)
 
 
+# URLs being built in this process: one build per URL at a time, the others answer the
+# older copy.
 _inflight: set[str] = set()
 _inflight_lock = threading.Lock()
+
+
+def _claim(digest: str) -> bool:
+    with _inflight_lock:
+        if digest in _inflight:
+            return False
+        _inflight.add(digest)
+    if rebuilds.take():
+        return True
+    with _inflight_lock:
+        _inflight.discard(digest)
+    return False
+
+
+def _build_and_store(memo: _Memo, build: Callable[[], T]) -> T:
+    try:
+        value = build()
+    except DatabaseError:
+        database.note_down()
+        raise
+    finally:
+        rebuilds.release()
+        with _inflight_lock:
+            _inflight.discard(memo.digest)
+    database.note_ok()
+    render_problem_clear(kind=RenderProblem.Kind.PAGE, keys=[f"{memo.prefix}:{memo.digest}"])
+    memo.store(value)
+    return value
 
 
 def memoize_public(request: HttpRequest, build: Callable[[], T], *, prefix: str = "public-memo") -> T:
     """Build once per public-state version for anonymous callers; otherwise just build.
 
-    For the API's parameterised reads. The status page, the Statuspage-compatible JSON
-    and the feeds go through `edge.page_cache.public_page` instead, which adds the
-    one-rebuild-per-change lock and the on-disk snapshot for database outages.
-
-    An anonymous build has the same budget as a public page (PUBLIC_RENDER_BUDGET) and
-    counts against the same rebuild slots and database backoff: past the budget, while
-    the database backs off, or with every slot taken, the answer is the last good copy
-    for this URL (marked stale by finalize_public_response) or `guard.Unavailable`, which
-    DatabaseUnavailableMiddleware turns into 503 + Retry-After.
+    For the API's parameterised reads (public pages use edge.page_cache.public_page). An
+    anonymous build has PUBLIC_RENDER_BUDGET and shares the rebuild slots and database
+    backoff of the pages: past the budget, while the database backs off, or with every
+    slot taken, the answer is the last good copy for this URL (marked stale by
+    finalize_public_response) or `Unavailable` (503 + Retry-After).
     """
     if not is_anonymous_request(request):
         return build()
-    store = guard.pages_cache()
-    version = public_state_version()
-    digest = _request_digest(request)
-    key = f"{prefix}:{version}:{digest}" if version != "unavailable" else None
-    last_key = f"{prefix}:last:{digest}"
-    if key is not None:
-        hit = guard.cache_get(key, store=store)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
-    if guard.database_backing_off():
-        return _last_good(request, last_key, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER)
-    with _inflight_lock:
-        # One rebuild per URL at a time in this process; the others answer the older copy.
-        busy = digest in _inflight
-        if not busy:
-            _inflight.add(digest)
-    if busy:
-        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
-    if not guard.take_rebuild_slot():
-        with _inflight_lock:
-            _inflight.discard(digest)
-        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
-
-    def rebuild() -> T:
-        try:
-            value = build()
-        except DatabaseError:
-            guard.note_database_down()
-            raise
-        finally:
-            guard.release_rebuild_slot()
-            with _inflight_lock:
-                _inflight.discard(digest)
-        guard.note_database_ok()
-        render_problem_clear(kind=RenderProblem.Kind.PAGE, keys=[f"{prefix}:{digest}"])
-        if key is not None:
-            guard.cache_set(key, value, MEMO_TIMEOUT, store=store)
-        guard.cache_set(last_key, (time.time(), value), 86400, store=store)
-        return value
-
+    memo = _Memo.for_request(request, prefix)
+    hit = memo.fresh()
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    if database.active():
+        return _last_good(request, memo, retry_after=settings.DB_UNAVAILABLE_RETRY_AFTER)
+    if not _claim(memo.digest):
+        return _last_good(request, memo, retry_after=settings.SHED_RETRY_AFTER)
     future, done = run_with_budget(
-        rebuild,
+        lambda: _build_and_store(memo, build),
         name=prefix,
         budget=settings.PUBLIC_RENDER_BUDGET,
         max_seconds=settings.PUBLIC_REBUILD_TIMEOUT,
     )
-    if not done and guard.cache_get(last_key, store=store) is None:
-        # No older copy to answer with: a first build may take a little longer.
-        extra = settings.PUBLIC_FIRST_RENDER_BUDGET - settings.PUBLIC_RENDER_BUDGET
-        if extra > 0:
-            try:
-                future.exception(timeout=extra)
-                done = True
-            except TimeoutError:
-                pass
+    if not done and memo.last() is None:
+        done = _wait_first_build(future)
     if not done:
-        return _last_good(request, last_key, retry_after=settings.SHED_RETRY_AFTER)
+        return _last_good(request, memo, retry_after=settings.SHED_RETRY_AFTER)
+    return _outcome(request, memo, future)
+
+
+def _wait_first_build(future: Future[Any]) -> bool:
+    """No older copy to answer with: a first build may take a little longer."""
+    extra = settings.PUBLIC_FIRST_RENDER_BUDGET - settings.PUBLIC_RENDER_BUDGET
+    if extra <= 0:
+        return False
+    try:
+        future.exception(timeout=extra)
+    except TimeoutError:
+        return False
+    return True
+
+
+def _outcome(request: HttpRequest, memo: _Memo, future: Future[T]) -> T:
     try:
         return future.result()
+    except (Http404, PermissionDenied, Unavailable):
+        raise
     except DatabaseError:
-        previous = guard.cache_get(last_key, store=store)
+        previous = memo.last()
         if previous is None:
             raise
-        setattr(request, STALE_ATTRIBUTE, previous[0])
-        return previous[1]  # type: ignore[no-any-return]
-    except (Http404, PermissionDenied, guard.Unavailable):
-        raise
     except Exception as exc:
         # One entry that cannot be rendered must not take the read down: the older answer,
         # marked stale, and a render problem for staff until it renders again.
         logger.exception("could not build %s; answering the last good copy", request.path)
         render_problem_record(
-            kind=RenderProblem.Kind.PAGE, key=f"{prefix}:{digest}", label=request.get_full_path(), error=exc
+            kind=RenderProblem.Kind.PAGE,
+            key=f"{memo.prefix}:{memo.digest}",
+            label=request.get_full_path(),
+            error=exc,
         )
-        previous = guard.cache_get(last_key, store=store)
+        previous = memo.last()
         if previous is None:
             raise
-        setattr(request, STALE_ATTRIBUTE, previous[0])
-        return previous[1]  # type: ignore[no-any-return]
+    setattr(request, STALE_ATTRIBUTE, previous[0])
+    return previous[1]  # type: ignore[no-any-return]
 
 
-def _last_good(request: HttpRequest, last_key: str, *, retry_after: int) -> Any:
-    previous = guard.cache_get(last_key, store=guard.pages_cache())
+def _last_good(request: HttpRequest, memo: _Memo, *, retry_after: int) -> Any:
+    previous = memo.last()
     if previous is None:
-        raise guard.Unavailable(retry_after=retry_after)
+        raise Unavailable(retry_after=retry_after)
     setattr(request, STALE_ATTRIBUTE, previous[0])
     return previous[1]

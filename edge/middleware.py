@@ -19,7 +19,7 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 
 from edge.deadline import deadline
-from edge.guard import Unavailable
+from edge.stale import Unavailable
 
 logger = logging.getLogger(__name__)
 

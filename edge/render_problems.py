@@ -23,8 +23,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from edge import guard
 from edge.models import RenderProblem
+from edge.shared_cache import cache_delete, cache_get, cache_set
 
 logger = logging.getLogger(__name__)
 
@@ -72,17 +72,17 @@ def render_problem_record(*, kind: str, key: str, label: str, error: BaseExcepti
     except DatabaseError:
         logger.warning("could not record the render problem of %s %s", kind, key, exc_info=True)
         return
-    guard.cache_set(_marker(kind), True, MARKER_TTL)
+    cache_set(_marker(kind), True, MARKER_TTL)
 
 
 def render_problem_clear(*, kind: str, keys: list[str]) -> None:
     """`keys` rendered fine: their problems, if any, are over."""
-    if not keys or not guard.cache_get(_marker(kind)):
+    if not keys or not cache_get(_marker(kind)):
         return
     try:
         RenderProblem.objects.filter(kind=kind, key__in=keys).delete()
         if not RenderProblem.objects.filter(kind=kind).exists():
-            guard.cache_delete(_marker(kind))
+            cache_delete(_marker(kind))
     except DatabaseError:
         logger.warning("could not clear render problems of %s", kind, exc_info=True)
 
@@ -91,5 +91,5 @@ def render_problems_open() -> list[RenderProblem]:
     """Every open problem, newest first (the console's Now page and the admin)."""
     problems = list(RenderProblem.objects.order_by("-last_seen_at")[:50])
     for kind in {problem.kind for problem in problems}:
-        guard.cache_set(_marker(kind), True, MARKER_TTL)
+        cache_set(_marker(kind), True, MARKER_TTL)
     return problems

@@ -1,20 +1,8 @@
-"""The public-state version stamp.
-
-Every write that changes what the public sees bumps this stamp after its transaction
-commits. Cached renders of public pages and feeds are keyed by the stamp, so a change
-is visible on the next request instead of after a TTL.
-
-The stamp lives in two places: the shared cache (read on every request) and one row in
-the database (edge.models.PublicStateStamp). The cache may be Redis, and Redis may be
-down or paused: then each process reads the row instead, at most every
-PUBLIC_STATE_DB_POLL seconds, so a new incident still shows within that interval on
-every process. Failures are swallowed here, never raised to the writer or the reader;
-the cache backend logs one line per outage (edge/cache_backend.py), so nothing here logs
-per call.
-
-Known limit: a bump whose database write fails (the database went away right after the
-commit) is only in the cache; if the cache is then lost too before the next change, the
-readers fall back to the older row until the next change.
+"""The public-state version stamp: bumped after every public write commits; cached
+public renders are keyed by it, so a change shows on the next request. It lives in the
+shared cache and in one database row (read at most every PUBLIC_STATE_DB_POLL seconds
+while the cache is away). Failures never reach writers or readers.
+Design: docs/adr/0003-page-cache.md.
 """
 
 from __future__ import annotations

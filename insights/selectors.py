@@ -35,6 +35,7 @@ from django.db import connection
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Subquery, Sum
 from django.http import Http404
 
+from core.timezones import display_zone
 from credits.models import CreditNotice, CustomerEntitlement, NoticeState
 from incidents import uptime
 from incidents.models import ActionItem, ImpactWindow, Incident, Product, ProductGroup
@@ -51,10 +52,6 @@ TABLE_ROWS = 50  # incidents listed on the page; the CSV has them all
 _CENTS = Decimal(1).scaleb(-CreditNotice._meta.get_field("credit_amount").decimal_places)
 _CLOSED_ITEMS = (ActionItem.Status.DONE, ActionItem.Status.WONT_DO)
 _PENDING_NOTICES = (NoticeState.COMPUTED, NoticeState.APPROVED, NoticeState.QUEUED, NoticeState.FAILED)
-
-
-def display_zone() -> ZoneInfo:
-    return ZoneInfo(settings.DISPLAY_TIME_ZONE)
 
 
 def display_weights() -> uptime.Weights:

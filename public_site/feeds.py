@@ -20,11 +20,11 @@ from django.utils.dateformat import format as format_date
 from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
+from core.timezones import display_zone_active
 from edge.models import RenderProblem
 from edge.render_problems import render_problem_clear, render_problem_record
 from incidents.markdown import stored_html
 from public_site import history as public_history
-from public_site import pages as public_selectors
 from public_site.history import FeedEntry
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class HistoryRssFeed(Feed):
 
     def __call__(self, request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
         # Entry text names times in the display zone, like the pages do.
-        with timezone.override(public_selectors.display_zone()):
+        with display_zone_active():
             return super().__call__(request, *args, **kwargs)
 
     def title(self) -> str:

@@ -15,11 +15,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db.models import Prefetch, Q
 
+from core.timezones import display_zone
 from incidents import uptime
 from incidents.models import (
     ActionItem,
@@ -49,15 +49,11 @@ HISTORY_PRODUCT_PAGE_SIZE = 20
 FEED_SIZE = 50
 
 
-def display_zone() -> ZoneInfo:
-    return ZoneInfo(settings.DISPLAY_TIME_ZONE)
-
-
 def uptime_weights() -> uptime.Weights:
     return uptime.Weights.of(
         major=settings.UPTIME_WEIGHT_MAJOR,
         partial=settings.UPTIME_WEIGHT_PARTIAL,
-        degraded=getattr(settings, "UPTIME_WEIGHT_DEGRADED", 0),
+        degraded=settings.UPTIME_WEIGHT_DEGRADED,
     )
 
 

@@ -11,8 +11,6 @@ staff (previews of non-public incidents), so only anonymous requests share its c
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from core.timezones import in_display_zone
 from edge.http import is_anonymous_request
 from edge.page_cache import public_page
 from insights import present as insights_present
@@ -29,17 +28,6 @@ from public_site import history as public_history
 from public_site import pages as public_selectors
 from public_site import uptime as public_uptime
 from public_site.languages import with_language_entry
-
-View = Callable[..., HttpResponse]
-
-
-def in_display_zone(view: View) -> View:
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with timezone.override(public_selectors.display_zone()):
-            return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 @public_page("index")

@@ -17,6 +17,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from statuspage.api_schema import API_TAGS, ENUM_NAME_OVERRIDES
 from statuspage.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -239,13 +240,13 @@ CELERY_TIMEZONE = "UTC"
 
 # --- Email ------------------------------------------------------------------------------
 EMAIL_HOST = env_str("EMAIL_HOST")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 if EMAIL_HOST:
     EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    EMAIL_PORT = env_int("EMAIL_PORT", 25)
-    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
-    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
-    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-    EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
 else:
     # No SMTP configured: every email is written as a .log file a person can open.
     EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
@@ -340,7 +341,7 @@ LOGIN_URL = "admin:login"
 
 # Login attempts are limited per account and, separately, per client address (either
 # locks): after AXES_FAILURE_LIMIT failures, even the right password is refused for
-# AXES_COOLOFF_MINUTES. The address is the one api.throttling trusts: REMOTE_ADDR, or the
+# AXES_COOLOFF_MINUTES. The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
 # X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -350,7 +351,7 @@ AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "api.throttling.login_client_address"
+AXES_CLIENT_IP_CALLABLE = "edge.ratelimit.login_client_address"
 AXES_VERBOSE = False
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
@@ -409,59 +410,14 @@ SPECTACULAR_SETTINGS.update(
         "SERVERS": [{"url": SITE_URL, "description": "This status page"}],
         "LICENSE": {"name": "MIT", "identifier": "MIT"},
         "CONTACT": {"name": "Status page operators", "url": SITE_URL},
-        "TAGS": [
-            {
-                "name": "status",
-                "description": "The page's overall indicator and every public product's status.",
-            },
-            {"name": "products", "description": "What we run (Statuspage calls them components)."},
-            {"name": "locations", "description": "Regions and zones an impact can be limited to."},
-            {"name": "incidents", "description": "Incidents with their impact windows, timeline and report."},
-            {
-                "name": "maintenance",
-                "description": "Scheduled maintenance, with the same shape as incidents.",
-            },
-            {"name": "action-items", "description": "Follow-up work from incidents (staff)."},
-            {
-                "name": "customers",
-                "description": "Customers and their entitlements, for SLA credits (staff).",
-            },
-            {"name": "sla-policies", "description": "SLA targets and credit tiers (staff)."},
-            {
-                "name": "credit-notices",
-                "description": "Monthly SLA credit notices: compute, approve, cancel (staff).",
-            },
-            {"name": "subscribers", "description": "Email and webhook subscribers (staff, read only)."},
-            {
-                "name": "statuspage-v2",
-                "description": "The Statuspage v2 public API shape, for existing widgets.",
-            },
-            {"name": "google-feed", "description": "The Google status dashboard JSON shape."},
-        ],
+        "TAGS": API_TAGS,
         "POSTPROCESSING_HOOKS": [
             "drf_spectacular.hooks.postprocess_schema_enums",
             "api.schema.postprocess",
         ],
         "SCHEMA_PATH_PREFIX": r"/api/v[0-9]",
         # One named enum per choice set, instead of generated names like StatusC00Enum.
-        "ENUM_NAME_OVERRIDES": {
-            "IncidentStatusEnum": "incidents.models.IncidentStatus",
-            "IncidentOnlyStatusEnum": "api.statuspage_v2.INCIDENT_STATUS_VALUES",
-            "MaintenanceStatusEnum": "api.statuspage_v2.MAINTENANCE_STATUS_VALUES",
-            "OpenIncidentStatusEnum": "api.serializers.OPEN_INCIDENT_STATUSES",
-            "OpenMaintenanceStatusEnum": "api.serializers.OPEN_MAINTENANCE_STATUSES",
-            "ComponentStatusEnum": "api.serializers.PRODUCT_STATUSES",
-            "IncidentImpactEnum": "incidents.models.IncidentImpact",
-            "StatuspageIndicatorEnum": "api.statuspage_v2.INDICATORS",
-            "ReportStatusEnum": "incidents.models.ReportStatus",
-            "ReportKindEnum": "incidents.models.ReportKind",
-            "ActionStatusEnum": "incidents.models.ActionStatus",
-            "IncidentKindEnum": "incidents.models.IncidentKind",
-            "LocationKindEnum": "incidents.models.LocationKind",
-            "LevelEnum": "incidents.models.ImpactLevel",
-            "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
-            "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
-        },
+        "ENUM_NAME_OVERRIDES": ENUM_NAME_OVERRIDES,
     }
 )
 
@@ -564,6 +520,8 @@ OUTBOX_BREAKER_COOLDOWN = env_float("OUTBOX_BREAKER_COOLDOWN", 30.0)
 OUTBOX_BREAKER_MAX_COOLDOWN = env_float("OUTBOX_BREAKER_MAX_COOLDOWN", 300.0)
 # The longest a request or command waits on the broker after its commit (one try).
 OUTBOX_PUBLISH_TIMEOUT = env_float("OUTBOX_PUBLISH_TIMEOUT", 0.2)
+# An SMTP session idle this long is closed before reuse (well under servers' idle timeouts).
+OUTBOX_SMTP_IDLE_SECONDS = env_float("OUTBOX_SMTP_IDLE_SECONDS", 30.0)
 # A queued delivery task nobody took for this long is presumed lost (Redis emptied).
 OUTBOX_KICK_LOST_SECONDS = env_float("OUTBOX_KICK_LOST_SECONDS", 2 * OUTBOX_SWEEP_GRACE_SECONDS)
 # Right-hand side of the stable Message-ID of every email.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from datetime import date
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.timezones import display_zone
 from incidents import selectors
 from subscriptions import emails
 
@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 def today_local() -> date:
     """Today in the display zone: "due today" means the owner's working day, not UTC's."""
-    return timezone.now().astimezone(ZoneInfo(settings.DISPLAY_TIME_ZONE)).date()
+    return timezone.now().astimezone(display_zone()).date()
 
 
 def action_item_reminders_send(*, today: date | None = None) -> int:

@@ -1,19 +1,7 @@
-"""What each hook subscriber receives for one event: the message builders per channel.
-
-The fan-out (notifications.py) hands every non-email subscriber to `payload_for`; the
-result goes through the same outbox webhook path as any webhook (signed, retried,
-counted, disabled after repeated failures), so a Slack or Teams channel is just another
-URL that receives JSON:
-
-- Slack incoming webhooks: a Block Kit message (`text` as the notification fallback,
-  then header, section with fields, context and an actions button).
-- Microsoft Teams incoming webhooks: a `message` with one Adaptive Card attachment.
-- Generic webhooks: our own event document, or, by the subscriber's choice, Statuspage's
-  subscriber payload shape (`meta`, `page`, `incident` with `incident_updates`).
-
-Every message carries the signed unsubscribe link (the opt-out), as emails do. Slack and
-Teams messages are written in the subscriber's language, like its emails; the generic
-webhook documents are data and stay as they are.
+"""What each hook subscriber receives for one event: Slack Block Kit, a Teams Adaptive
+Card, our own event document or Statuspage's subscriber payload. Every message goes
+through the outbox webhook path and carries the signed unsubscribe link; Slack and Teams
+messages are in the subscriber's language, generic documents are data.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -28,6 +27,7 @@ from django.utils.html import escape
 
 from core.i18n import display_datetime
 from core.text import site_title
+from core.timezones import display_zone
 from outbox.services import EmailSpec, email_enqueue
 from subscriptions.models import Subscriber
 from subscriptions.tokens import Purpose, make_token
@@ -52,7 +52,7 @@ def absolute_url(path: str) -> str:
 def display_time(value: datetime | None) -> str:
     """A time in the display zone, with the zone named (emails have no <time> element),
     in the active language: "2026-12-02 06:05 PST", "2 déc. 2026 à 06:05 PST"."""
-    return display_datetime(value, ZoneInfo(settings.DISPLAY_TIME_ZONE))
+    return display_datetime(value, display_zone())
 
 
 # For contexts built once and rendered in several languages: written when rendered.

@@ -19,8 +19,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
 from core.i18n import supported_language
+from edge import ratelimit
 from incidents import selectors as incident_selectors
-from subscriptions import ical, ratelimit, selectors, services
+from subscriptions import ical, selectors, services
 from subscriptions.action_items import today_local
 from subscriptions.forms import ManageForm, SubscribeForm
 from subscriptions.models import Subscriber
@@ -61,8 +62,8 @@ def subscribe(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return render(request, "subscriptions/subscribe.html", {"form": SubscribeForm()})
     verdict = ratelimit.hit(
-        scope="ip",
-        value=ratelimit.client_ip(request),
+        scope="subscribe-ip",
+        value=ratelimit.client_address(request),
         limit=settings.SUBSCRIBE_RATE_PER_IP,
         window=settings.SUBSCRIBE_RATE_WINDOW,
     )
@@ -76,7 +77,7 @@ def subscribe(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         email = form.cleaned_data["email"]
         per_address = ratelimit.hit(
-            scope="address",
+            scope="subscribe-address",
             value=email.strip().lower(),
             limit=settings.SUBSCRIBE_RATE_PER_ADDRESS,
             window=settings.SUBSCRIBE_RATE_WINDOW,

@@ -13,7 +13,7 @@ import ipaddress
 import logging
 import socket
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -44,34 +44,52 @@ def validate_webhook_url(url: str) -> str:
     for tests and local development).
     """
     url = (url or "").strip()
+    parts = _check_shape(url)
+    if not settings.WEBHOOK_ALLOW_PRIVATE:
+        _check_public(parts)
+    return url
+
+
+def _invalid(message: str) -> ValidationError:
+    return ValidationError({"url": message})
+
+
+def _check_shape(url: str) -> SplitResult:
+    """Syntax, scheme, no credentials, a host and a valid port."""
     if any(ord(ch) < 32 or ch == "\x7f" for ch in url):
-        raise ValidationError({"url": _("Control characters are not allowed in a URL.")})
+        raise _invalid(_("Control characters are not allowed in a URL."))
     try:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
-        raise ValidationError({"url": _("Enter a valid http or https URL.")}) from None
+        raise _invalid(_("Enter a valid http or https URL.")) from None
     parts = urlsplit(url)
     if parts.username or parts.password:
-        raise ValidationError({"url": _("Do not put credentials in the webhook URL.")})
-    host = parts.hostname or ""
-    if not host:
-        raise ValidationError({"url": _("The URL needs a host.")})
-    try:
-        port = parts.port  # urllib raises ValueError past 65535 (this was a 500)
-    except ValueError:
-        port = -1
+        raise _invalid(_("Do not put credentials in the webhook URL."))
+    if not parts.hostname:
+        raise _invalid(_("The URL needs a host."))
+    port = _port(parts)
     if port is not None and not 1 <= port <= 65535:
-        raise ValidationError({"url": _("The port must be a number from 1 to 65535.")})
-    if settings.WEBHOOK_ALLOW_PRIVATE:
-        return url
+        raise _invalid(_("The port must be a number from 1 to 65535."))
+    return parts
+
+
+def _port(parts: SplitResult) -> int | None:
     try:
-        infos = socket.getaddrinfo(host, port or (443 if parts.scheme == "https" else 80))
+        return parts.port  # urllib raises ValueError past 65535 (this was a 500)
+    except ValueError:
+        return -1
+
+
+def _check_public(parts: SplitResult) -> None:
+    """Every address the host resolves to must be a public one."""
+    port = _port(parts) or (443 if parts.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(parts.hostname or "", port)
     except (socket.gaierror, UnicodeError):
-        raise ValidationError({"url": _("The webhook host does not resolve.")}) from None
+        raise _invalid(_("The webhook host does not resolve.")) from None
     addresses = {str(info[4][0]) for info in infos}
     if not addresses or not all(_is_public_address(a) for a in addresses):
-        raise ValidationError({"url": _("Webhook targets must be public internet addresses.")})
-    return url
+        raise _invalid(_("Webhook targets must be public internet addresses."))
 
 
 def _subscriber_for(message: Any) -> Subscriber | None:

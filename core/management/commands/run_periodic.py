@@ -12,13 +12,12 @@ import time
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app as app
 from celery.schedules import BaseSchedule, schedule
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 from django.utils import timezone
-
-from statuspage.celery import app
 
 
 def as_schedule(value: Any) -> BaseSchedule:
@@ -40,10 +39,12 @@ class Command(BaseCommand):
         parser.add_argument("--tick", type=float, default=5.0, help="Seconds between checks (default 5).")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The project's app (statuspage/__init__.py makes it current when Django loads),
+        # reached without importing the project shell from a room.
         app.loader.import_default_modules()  # registers the tasks of every app
         entries = {
             name: (entry["task"], as_schedule(entry["schedule"]))
-            for name, entry in getattr(settings, "CELERY_BEAT_SCHEDULE", {}).items()
+            for name, entry in settings.CELERY_BEAT_SCHEDULE.items()
         }
         last_run: dict[str, datetime] = {}
         self.stdout.write(f"periodic tasks: {', '.join(sorted(entries)) or 'none'}")
