@@ -317,7 +317,7 @@ GROUP BY 1, 2, 3
 def action_item_counts(
     *, products: Sequence[int] | None, periods: Sequence[metrics.Period], now: datetime, tz: tzinfo
 ) -> tuple[metrics.ActionItemCounts, ...]:
-    """`insights.selectors._action_items` in one pass over the items instead of three
+    """`insights.history.action_items` in one pass over the items instead of three
     filtered counts per period (36 conditions a row): each item is put in buckets once
     (`width_bucket` against the period bounds, the period ends and their dates) and the
     database counts items per bucket; the periods each bucket counts in follow here.
