@@ -49,9 +49,6 @@ class Period:
             return f"Q{(self.first_day.month - 1) // 3 + 1}"
         return f"{self.first_day:%b}"
 
-    def contains_month(self, month: date) -> bool:
-        return self.first_day <= month < add_months(self.first_day, self.months)
-
 
 def axis_labels(periods_: Sequence[Period]) -> tuple[list[str], list[str]]:
     """Short labels for a chart axis, and the year under the first period and each January."""
@@ -478,7 +475,3 @@ def format_hours(delta: timedelta | None) -> str:
     if delta is None:
         return NO_VALUE
     return intervals.format_duration(delta)
-
-
-def minutes_text(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.1')):,}"
