@@ -1,19 +1,8 @@
 """Vendor payloads to normalised alert events. Pure: no ORM, no settings, no clock.
 
-Each parser takes the decoded JSON body as the vendor sends it and returns the alerts it
-describes as `AlertEvent`s, or raises `PayloadError` with a message a person can act on.
-
-Shapes:
-- Prometheus Alertmanager webhook, `"version": "4"`: `{"groupKey", "status", "alerts":
-  [{"status", "labels", "annotations", "startsAt", "endsAt", "generatorURL",
-  "fingerprint"}], ...}`. A firing alert's `endsAt` is the zero time (0001-01-01).
-- Grafana alerting webhook contact point (`"version": "1"`): the same alert list as
-  Alertmanager's, plus Grafana's `title`, `state`, `message`, `orgId`; alerts carry
-  `fingerprint`, `dashboardURL`, `panelURL`, `values`.
-- Generic JSON (ours, documented in the README):
-  `{"alerts": [{"id", "status": "firing"|"resolved", "title", "labels": {},
-  "started_at", "ended_at", "group", "url"}]}`; `id` and `started_at` are required,
-  `ended_at` is required for a resolved alert.
+Each parser takes the decoded JSON body (Alertmanager v4, Grafana v1, or our generic
+JSON) and returns its alerts as `AlertEvent`s, or raises `PayloadError` with a message a
+person can act on. The shapes: docs/adr/0008-alert-intake.md.
 """
 
 from __future__ import annotations
@@ -53,6 +42,8 @@ class AlertEvent:
 
 
 _FRACTION = re.compile(r"\.(\d+)")
+# C0/C1 controls and the Unicode line separators: a sender's text is made one clean line.
+CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
 def parse_time(value: Any, *, where: str, allow_zero: bool = False) -> datetime | None:

@@ -1,32 +1,9 @@
 """The insights page's heavy reads done by PostgreSQL: per-period counts, the response-time
-distributions, every product's downtime per period and the action items per period,
-without reading an incident, a window or an item into Python.
+distributions, every product's downtime per period and the action items per period, each
+in one query returning a few hundred rows, without reading incidents into Python.
 
-Why: with 100,000 incidents the page used to read every incident and window of its range
-and do the interval maths in Python (seconds per render). Here the database does the same
-arithmetic and returns a few hundred rows whatever the size of the history:
-
-- Downtime: a sweep over the windows of the range. Each window becomes a +1 and a -1
-  event at its (clipped) start and end; running counts per level, per product, say which
-  levels cover each stretch between two events, and the stretch goes to the worst one.
-  That is exactly `incidents.uptime.exclusive_levels` (a minute counts once, at its worst
-  level; windows clipped to the period and to now; ongoing windows end now). Period
-  starts are extra events, so a stretch never straddles two periods. The database sums
-  each level's exact time (microseconds); `metrics.downtime_of_levels` then does the
-  same weighting, truncation and rounding as the status page.
-- Distributions: each measure as an exact interval (the update cadence rounded as
-  `metrics.incident_row` rounds it), ranked by (value, incident id) with a window
-  function, and only the ranks the page shows are returned (median and 90th percentile
-  by nearest rank, the longest, the strip chart's evenly spaced ranks), with the
-  incident behind each. Nothing is interpolated, so a figure is still a real incident.
-- Action items: each item is bucketed once against the period bounds (see
-  `action_item_counts`).
-
-Nothing is precomputed or cached, so nothing can be stale: every render reads the
-windows and updates as they are. `tests/insights/test_fast_path.py` checks every figure
-against the Python path (`insights.selectors`, the pure maths of `insights.metrics`)
-on hand-built data. PostgreSQL only: on SQLite (the embedded default) the selectors use
-the Python path.
+PostgreSQL only; `tests/insights/test_fast_path.py` holds every figure to the Python path.
+How the sweep and the ranks work: docs/adr/0005-insights-sql-path.md.
 """
 
 from __future__ import annotations
@@ -131,26 +108,15 @@ def _scope_condition(alias: str, products: Sequence[int] | None) -> tuple[str, l
     return f"{alias}.product_id = ANY(%s)", [list(products)]
 
 
-def incident_figures(
-    *, products: Sequence[int] | None, periods: Sequence[metrics.Period], per_period: bool = False
-) -> IncidentFigures:
-    """One query. `products`: the scope's product ids, None for every product (then an
-    incident without any window counts too, as in the Python path). `per_period`: rank
-    within each period too (a second sort of every value), for the response CSV."""
-    lows = [p.start for p in periods]
-    in_scope, scope_params = _scope_condition("w", products)
-    scoped = products is not None
-    if per_period:
-        period_ranks = (
-            "row_number() OVER (PARTITION BY k, period ORDER BY v, id) - 1 AS rp, "
-            "count(*) OVER (PARTITION BY k, period) AS np"
-        )
-    else:
-        period_ranks = "NULL::bigint AS rp, NULL::bigint AS np"
-    med, p90 = nearest_rank_sql("na", 50), nearest_rank_sql("na", 90)
-    pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
-    sql = f"""{_LOCAL_SETTINGS}
-WITH inc AS MATERIALIZED (
+# Ranks kept of one measure: (count, {(rank, value, incident id)}), by measure (or by
+# measure and period index).
+_Ranked = dict[int, tuple[int, set[tuple[int, timedelta, int]]]]
+_RankedByPeriod = dict[tuple[int, int], tuple[int, set[tuple[int, timedelta, int]]]]
+
+
+def _measures_sql(in_scope: str) -> str:
+    """The range's incidents in scope (`inc`) and their four measures as intervals (`m`)."""
+    return f"""WITH inc AS MATERIALIZED (
     SELECT i.id, i.public_id, i.title, i.kind = %s AS maint, i.is_public, i.resolved_at IS NULL AS open,
            width_bucket(i.started_at, %s::timestamptz[]) AS period,
            i.started_at, i.created_at, i.detected_at, i.resolved_at,
@@ -194,7 +160,22 @@ m AS (
                                    OR (mod(us, 1000000) = 500000 AND mod(us / 1000000, 2) = 1)
                               THEN 1 ELSE 0 END)) * INTERVAL '1 second'
     FROM cadence
-),
+)"""  # noqa: S608 - only constants are formatted in (table and level names); values are parameters
+
+
+def _figures_sql(in_scope: str, per_period: bool) -> str:
+    """Counts per period and level, and the ranks of each measure the page shows."""
+    if per_period:
+        period_ranks = (
+            "row_number() OVER (PARTITION BY k, period ORDER BY v, id) - 1 AS rp, "
+            "count(*) OVER (PARTITION BY k, period) AS np"
+        )
+    else:
+        period_ranks = "NULL::bigint AS rp, NULL::bigint AS np"
+    med, p90 = nearest_rank_sql("na", 50), nearest_rank_sql("na", 90)
+    pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
+    return f"""{_LOCAL_SETTINGS}
+{_measures_sql(in_scope)},
 ranked AS (
     SELECT k, period, id, v,
            row_number() OVER (PARTITION BY k ORDER BY v, id) - 1 AS ra,
@@ -213,11 +194,12 @@ SELECT
                                                p.id, i.public_id, i.title)), '[]')
      FROM picked p JOIN inc i ON i.id = p.id)
 """  # noqa: S608 - only constants are formatted in (table and level names, numbers); values are parameters
-    params = [Incident.Kind.MAINTENANCE, lows, *scope_params, periods[0].start, periods[-1].end, scoped]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        counts, picked = cursor.fetchone()
 
+
+def _counts(
+    counts: list[list[Any]],
+) -> tuple[dict[int, dict[str, int]], dict[int, int], dict[int, int]]:
+    """Per period index: incidents by level, open incidents, maintenance."""
     by_level: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(metrics.LEVEL_ORDER, 0))
     open_incidents: dict[int, int] = defaultdict(int)
     maintenance: dict[int, int] = defaultdict(int)
@@ -229,10 +211,18 @@ SELECT
         by_level[period][level if level in metrics.LEVEL_ORDER else metrics.NO_IMPACT] += n
         if is_open:
             open_incidents[period] += n
+    return dict(by_level), dict(open_incidents), dict(maintenance)
 
-    # Keep exactly the ranks the Python path keeps (the query returns a few more).
-    whole: dict[int, tuple[int, set[tuple[int, timedelta, int]]]] = {}
-    by_period: dict[tuple[int, int], tuple[int, set[tuple[int, timedelta, int]]]] = {}
+
+def _kept_ranks(
+    picked: list[list[Any]],
+) -> tuple[
+    _Ranked, dict[tuple[int, int], tuple[int, set[tuple[int, timedelta, int]]]], dict[int, metrics.Named]
+]:
+    """Keep exactly the ranks the Python path keeps (the query returns a few more): over
+    the whole range by measure, per (measure, period), and the incidents behind them."""
+    whole: _Ranked = {}
+    by_period: _RankedByPeriod = {}
     behind: dict[int, metrics.Named] = {}
     wanted: dict[int, frozenset[int]] = {}  # per count, the ranks shown
     for k, period, ra, na, rp, np, v, incident_id, public_id, title in picked:
@@ -244,23 +234,41 @@ SELECT
             behind[incident_id] = metrics.Named(public_id=public_id, title=title)
         if np is not None and rp in metrics.summary_ranks(np):
             by_period.setdefault((k, period), (np, set()))[1].add((rp, value, incident_id))
+    return whole, by_period, behind
 
-    def response(found: dict[int, tuple[int, set[tuple[int, timedelta, int]]]]) -> metrics.Response:
-        dists = []
-        for k in range(4):
-            n, points = found.get(k, (0, set()))
-            dists.append(metrics.Distribution(count=n, points=tuple(sorted(points))))
-        return metrics.Response(*dists)
 
+def _response(found: _Ranked) -> metrics.Response:
+    dists = []
+    for k in range(4):
+        n, points = found.get(k, (0, set()))
+        dists.append(metrics.Distribution(count=n, points=tuple(sorted(points))))
+    return metrics.Response(*dists)
+
+
+def incident_figures(
+    *, products: Sequence[int] | None, periods: Sequence[metrics.Period], per_period: bool = False
+) -> IncidentFigures:
+    """One query. `products`: the scope's product ids, None for every product (then an
+    incident without any window counts too, as in the Python path). `per_period`: rank
+    within each period too (a second sort of every value), for the response CSV."""
+    lows = [p.start for p in periods]
+    in_scope, scope_params = _scope_condition("w", products)
+    scoped = products is not None
+    params = [Incident.Kind.MAINTENANCE, lows, *scope_params, periods[0].start, periods[-1].end, scoped]
+    with connection.cursor() as cursor:
+        cursor.execute(_figures_sql(in_scope, per_period), params)
+        counts, picked = cursor.fetchone()
+    by_level, open_incidents, maintenance = _counts(counts)
+    whole, by_period, behind = _kept_ranks(picked)
     period_response = {
-        i: response({k: v for (k, period), v in by_period.items() if period == i})
+        i: _response({k: v for (k, period), v in by_period.items() if period == i})
         for i in range(1, len(periods) + 1)
     }
     return IncidentFigures(
-        by_level=dict(by_level),
-        open_incidents=dict(open_incidents),
-        maintenance=dict(maintenance),
-        response=response(whole),
+        by_level=by_level,
+        open_incidents=open_incidents,
+        maintenance=maintenance,
+        response=_response(whole),
         period_response=period_response if per_period else None,
         behind=dict(sorted(behind.items())),
     )
@@ -317,7 +325,7 @@ GROUP BY 1, 2, 3
 def action_item_counts(
     *, products: Sequence[int] | None, periods: Sequence[metrics.Period], now: datetime, tz: tzinfo
 ) -> tuple[metrics.ActionItemCounts, ...]:
-    """`insights.selectors._action_items` in one pass over the items instead of three
+    """`insights.history.action_items` in one pass over the items instead of three
     filtered counts per period (36 conditions a row): each item is put in buckets once
     (`width_bucket` against the period bounds, the period ends and their dates) and the
     database counts items per bucket; the periods each bucket counts in follow here.

@@ -99,6 +99,93 @@ def number_text(value: float) -> str:
     return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
+@dataclass(frozen=True)
+class _YScale:
+    """Values to y coordinates: `low` on the plot's bottom edge, `high` on its top one;
+    values outside are clipped."""
+
+    low: float
+    high: float
+    plot_top: float
+    plot_bottom: float
+
+    @property
+    def span(self) -> float:
+        return max(self.high - self.low, 1e-9)
+
+    def y_of(self, value: float) -> float:
+        clipped = min(max(value, self.low), self.high)
+        return self.plot_bottom - (clipped - self.low) / self.span * (self.plot_bottom - self.plot_top)
+
+
+def _axis_top(peaks: Sequence[float], *, y_min: float, y_max: float | None, integers: bool) -> float:
+    if y_max is not None:
+        return y_max
+    highest = max(peaks, default=0.0) - y_min
+    if integers:
+        # Counts: four whole-number steps, so no tick reads "1.25 incidents".
+        step = max(1, math.ceil(highest / 4 - 1e-9))
+        if step > 5:
+            step = math.ceil(nice_ceiling(step))
+        return y_min + 4 * step
+    return nice_ceiling(highest) + y_min
+
+
+def _bar_group(
+    i: int,
+    category: str,
+    series: Sequence[Series],
+    *,
+    x0: float,
+    group_width: float,
+    stacked: bool,
+    scale: _YScale,
+    value_text: Callable[[Number], str],
+) -> list[Bar]:
+    """The bars of one category, side by side or stacked from the baseline up."""
+    bars = []
+    base = scale.low
+    for j, s in enumerate(series):
+        value = float(s.values[i])
+        if stacked:
+            lo, hi = base, base + value
+            base = hi
+            x, w = x0, group_width
+        else:
+            lo, hi = scale.low, value
+            w = group_width / max(len(series), 1)
+            x = x0 + j * w
+        if value <= 0 and stacked:
+            continue
+        y_hi, y_lo = scale.y_of(hi), scale.y_of(lo)
+        bars.append(
+            Bar(
+                x=_r(x),
+                y=_r(y_hi),
+                width=_r(max(w - (0 if stacked else 1), 1)),
+                height=_r(max(y_lo - y_hi, 0 if value <= scale.low else 1)),
+                css=s.css,
+                title=f"{category}: {s.name} {value_text(s.values[i])}",
+            )
+        )
+    return bars
+
+
+def _x_ticks(
+    categories: Sequence[str], sub_labels: Sequence[str], *, left: float, slot: float
+) -> tuple[Tick, ...]:
+    n = max(len(categories), 1)
+    return tuple(
+        Tick(
+            pos=_r(left + slot * (i + 0.5)),
+            label=c,
+            minor=n > 6 and i % 2 == 1,
+            sub=sub_labels[i] if i < len(sub_labels) else "",
+        )
+        for i, c in enumerate(categories)
+    )
+
+
 def bar_chart(
     *,
     id: str,
@@ -124,64 +211,28 @@ def bar_chart(
         peaks = [sum(float(s.values[i]) for s in series) for i in range(len(categories))]
     else:
         peaks = [float(v) for s in series for v in s.values]
-    highest = max(peaks, default=0.0) - y_min
-    if y_max is not None:
-        top = y_max
-    elif integers:
-        # Counts: four whole-number steps, so no tick reads "1.25 incidents".
-        step = max(1, math.ceil(highest / 4 - 1e-9))
-        if step > 5:
-            step = math.ceil(nice_ceiling(step))
-        top = y_min + 4 * step
-    else:
-        top = nice_ceiling(highest) + y_min
-    span = max(top - y_min, 1e-9)
-
-    def y_of(value: float) -> float:
-        clipped = min(max(value, y_min), top)
-        return plot_bottom - (clipped - y_min) / span * (plot_bottom - plot_top)
-
+    top = _axis_top(peaks, y_min=y_min, y_max=y_max, integers=integers)
+    scale = _YScale(low=y_min, high=top, plot_top=plot_top, plot_bottom=plot_bottom)
     slot = (plot_right - plot_left) / n
     group_width = slot * 0.72
-    bars: list[Bar] = []
-    for i, category in enumerate(categories):
-        x0 = plot_left + slot * i + (slot - group_width) / 2
-        base = y_min
-        for j, s in enumerate(series):
-            value = float(s.values[i])
-            if stacked:
-                lo, hi = base, base + value
-                base = hi
-                x, w = x0, group_width
-            else:
-                lo, hi = y_min, value
-                w = group_width / max(len(series), 1)
-                x = x0 + j * w
-            y_hi, y_lo = y_of(hi), y_of(lo)
-            if value <= 0 and stacked:
-                continue
-            bars.append(
-                Bar(
-                    x=_r(x),
-                    y=_r(y_hi),
-                    width=_r(max(w - (0 if stacked else 1), 1)),
-                    height=_r(max(y_lo - y_hi, 0 if value <= y_min else 1)),
-                    css=s.css,
-                    title=f"{category}: {s.name} {value_text(s.values[i])}",
-                )
-            )
-    x_ticks = tuple(
-        Tick(
-            pos=_r(plot_left + slot * (i + 0.5)),
-            label=c,
-            minor=n > 6 and i % 2 == 1,
-            sub=sub_labels[i] if i < len(sub_labels) else "",
+    bars = [
+        bar
+        for i, category in enumerate(categories)
+        for bar in _bar_group(
+            i,
+            category,
+            series,
+            x0=plot_left + slot * i + (slot - group_width) / 2,
+            group_width=group_width,
+            stacked=stacked,
+            scale=scale,
+            value_text=value_text,
         )
-        for i, c in enumerate(categories)
-    )
+    ]
+    x_ticks = _x_ticks(categories, sub_labels, left=plot_left, slot=slot)
     y_ticks = tuple(
-        Tick(pos=_r(y_of(y_min + span * k / 4)), label=value_text(_tick_value(y_min + span * k / 4)))
-        for k in range(5)
+        Tick(pos=_r(scale.y_of(value)), label=value_text(_tick_value(value)))
+        for value in (y_min + scale.span * k / 4 for k in range(5))
     )
     return BarChart(
         id=id,

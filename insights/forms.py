@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from insights import metrics
-from insights.selectors import ScopeChoices
+from insights.scope import ScopeChoices
 
 
 class InsightsFilterForm(forms.Form):

@@ -1,29 +1,9 @@
 """Reliability metrics: pure arithmetic on incident facts. No ORM, no settings.
 
-Everything the insights pages and the uptime report show is computed here from the same
-impact spans (`incidents.uptime.Span`) that the status page's bars and grid use, with the
-same `incidents.uptime` functions, so a figure cannot disagree with the public page.
-
-Definitions (the README's "Reliability insights" section repeats them for staff):
-
-- Periods are calendar months or quarters in the display time zone, [start, end).
-  An incident belongs to the period in which its impact started.
-- Time to detect: impact start to detection. No detection time recorded: no value (the
-  incident is listed, but it is not in the distribution).
-- Time to first public update: detection (or, without one, declaration: the time the
-  incident was filed) to the first update of a public incident. A staff-only incident has
-  no public update, so no value. An update shown before that moment counts as zero.
-- Time to resolve: impact start to resolution. Open incidents have no value yet.
-- Update cadence: the mean interval between consecutive public updates (first to last,
-  divided by the number of intervals); one update alone has no cadence.
-- Maintenance is counted apart and never enters these distributions or the downtime.
-- Distributions give the median and the 90th percentile by nearest rank: the value of
-  the incident at rank ceil(p x n / 100) in ascending order. Nearest rank always names a
-  real incident (the one "behind" the figure), and needs no interpolation or rounding.
-- Total downtime is the unweighted time at levels whose display weight is above zero
-  (a minute once, at its worst level); weighted downtime and uptime are exactly
-  `incidents.uptime.uptime`. Several products together: downtime adds up and so do the
-  product-minutes, i.e. each product weighs the same.
+Computed from the same impact spans and `incidents.uptime` functions as the status page,
+so a figure cannot disagree with the public page. The definitions (periods, time to
+detect, first update, resolve, cadence, nearest-rank percentiles, downtime):
+docs/adr/0005-insights-sql-path.md.
 """
 
 from __future__ import annotations
@@ -68,9 +48,6 @@ class Period:
         if self.months == 3:
             return f"Q{(self.first_day.month - 1) // 3 + 1}"
         return f"{self.first_day:%b}"
-
-    def contains_month(self, month: date) -> bool:
-        return self.first_day <= month < add_months(self.first_day, self.months)
 
 
 def axis_labels(periods_: Sequence[Period]) -> tuple[list[str], list[str]]:
@@ -498,7 +475,3 @@ def format_hours(delta: timedelta | None) -> str:
     if delta is None:
         return NO_VALUE
     return intervals.format_duration(delta)
-
-
-def minutes_text(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.1')):,}"

@@ -1,23 +1,26 @@
-"""Turn insights and uptime reports into what the pages draw: charts, the data table beside
-each chart, and the CSV download of that same table.
+"""What the staff insights page draws: a chart and a table per panel, and each table's CSV.
 
-One table definition feeds both the HTML table and its CSV, so the download is exactly
-the figures on screen (in machine units: minutes and ISO times instead of "18 h 11 min").
+The table type and CSV writer are in `insights.tables`; the public uptime report's
+drawing is in `insights.uptime_present` (re-exported here for the public site and API).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import ROUND_DOWN, Decimal
 
 from incidents import uptime
 from insights import charts, metrics
 from insights.metrics import NO_VALUE
-from insights.selectors import InsightsPage, UptimeReport
+from insights.selectors import InsightsPage
+from insights.tables import Table, duration_text, iso, minutes_of, weighted_text
+
+# Re-exported: the public site and the API draw the uptime report through this module.
+from insights.tables import csv_text as csv_text
+from insights.uptime_present import uptime_chart as uptime_chart
+from insights.uptime_present import uptime_floor as uptime_floor
+from insights.uptime_present import uptime_json as uptime_json
+from insights.uptime_present import uptime_table as uptime_table
 
 LEVEL_LABELS = {
     uptime.MAJOR_OUTAGE: "Major outage",
@@ -35,86 +38,6 @@ LEVEL_CSS = {
 CHARTS = ("levels", "downtime", "response", "incidents", "action-items", "credits")
 
 
-@dataclass(frozen=True)
-class Table:
-    name: str  # also the CSV's file name
-    caption: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    csv_headers: tuple[str, ...]
-    csv_rows: tuple[tuple[str, ...], ...]
-    # Optional links of the first cell of each row (incident pages).
-    links: tuple[str | None, ...] = ()
-
-    @property
-    def is_narrow(self) -> bool:
-        """Few columns: the table fits beside its chart on a wide screen."""
-        return len(self.headers) <= 4
-
-    @property
-    def stacks(self) -> bool:
-        """Many columns or long text: one card per row on a phone instead of a grid."""
-        return len(self.headers) > 6
-
-    @property
-    def html_rows(self) -> list[list[tuple[str, str, str | None]]]:
-        """Each cell as (header, text, link): the template labels cells for the stacked view."""
-        out = []
-        for i, row in enumerate(self.rows):
-            link = self.links[i] if i < len(self.links) else None
-            out.append(
-                [
-                    (h, v, link if j == 0 else None)
-                    for j, (h, v) in enumerate(zip(self.headers, row, strict=True))
-                ]
-            )
-        return out
-
-
-def minutes_of(delta: timedelta | None) -> str:
-    if delta is None:
-        return ""
-    return str(uptime.minutes(delta).quantize(Decimal("0.01")))
-
-
-def duration_text(delta: timedelta | None) -> str:
-    return metrics.format_hours(delta)
-
-
-def weighted_text(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.1'))}\N{NO-BREAK SPACE}min"
-
-
-def _iso(value: object) -> str:
-    return value.isoformat() if hasattr(value, "isoformat") else ""
-
-
-# Cells a spreadsheet would run as a formula (incident titles are user text).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_text(table: Table) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(table.csv_headers)
-    for row in table.csv_rows:
-        writer.writerow(
-            [f"'{cell}" if cell.startswith(_FORMULA_START) and not _is_number(cell) else cell for cell in row]
-        )
-    return buffer.getvalue()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        Decimal(text)
-    except ArithmeticError:
-        return False
-    return True
-
-
-# --- The staff insights page ----------------------------------------------------------------------
-
-
 def levels_table(page: InsightsPage) -> Table:
     headers = ("Period", "Major", "Partial", "Degraded", "No impact", "Maint.")
     rows = tuple(
@@ -130,7 +53,7 @@ def levels_table(page: InsightsPage) -> Table:
         csv_rows=tuple(
             (
                 s.period.label,
-                _iso(s.period.start),
+                iso(s.period.start),
                 *(str(s.level_count(lv)) for lv in metrics.LEVEL_ORDER),
                 str(s.incidents),
                 str(s.maintenance),
@@ -193,7 +116,7 @@ def downtime_table(page: InsightsPage) -> Table:
         csv_rows=tuple(
             (
                 s.period.label,
-                _iso(s.period.start),
+                iso(s.period.start),
                 minutes_of(s.downtime.total),
                 str(s.downtime.weighted_minutes.quantize(Decimal("0.01"))),
                 str(s.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
@@ -325,6 +248,70 @@ def response_chart(page: InsightsPage) -> charts.StripChart:
     )
 
 
+_INCIDENT_HEADERS = (
+    "Incident",
+    "Impact start",
+    "Level",
+    "Duration",
+    "Weighted downtime",
+    "To detect",
+    "To first update",
+    "To resolve",
+    "Cadence",
+)
+_INCIDENT_CSV_HEADERS = (
+    "incident",
+    "title",
+    "kind",
+    "public",
+    "started_at",
+    "detected_at",
+    "resolved_at",
+    "level",
+    "duration_minutes",
+    "weighted_downtime_minutes",
+    "time_to_detect_minutes",
+    "time_to_first_update_minutes",
+    "time_to_resolve_minutes",
+    "update_cadence_minutes",
+    "updates",
+)
+
+
+def _incident_cells(r: metrics.IncidentRow) -> tuple[str, ...]:
+    return (
+        r.facts.title,
+        f"{r.facts.started_at:%Y-%m-%d %H:%M} UTC",
+        LEVEL_LABELS.get(r.level, r.level) if not r.facts.is_maintenance else "Maintenance",
+        duration_text(r.duration) + (" (ongoing)" if r.ongoing and not r.facts.is_maintenance else ""),
+        weighted_text(r.weighted_downtime_minutes),
+        duration_text(r.time_to_detect),
+        duration_text(r.time_to_first_update),
+        duration_text(r.time_to_resolve) if not r.ongoing else "open",
+        duration_text(r.update_cadence),
+    )
+
+
+def _incident_csv_cells(r: metrics.IncidentRow) -> tuple[str, ...]:
+    return (
+        r.facts.public_id,
+        r.facts.title,
+        "maintenance" if r.facts.is_maintenance else "incident",
+        "yes" if r.facts.is_public else "no",
+        iso(r.facts.started_at),
+        iso(r.facts.detected_at),
+        iso(r.facts.resolved_at),
+        r.level,
+        minutes_of(r.duration),
+        str(r.weighted_downtime_minutes.quantize(Decimal("0.01"))),
+        minutes_of(r.time_to_detect),
+        minutes_of(r.time_to_first_update),
+        minutes_of(r.time_to_resolve),
+        minutes_of(r.update_cadence),
+        str(r.facts.update_count),
+    )
+
+
 def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
     if limit is None:
         if page.rows is None:
@@ -332,83 +319,19 @@ def incidents_table(page: InsightsPage, *, limit: int | None = None) -> Table:
         listed = page.rows
     else:
         listed = page.listed[:limit]
-    rows = tuple(
-        (
-            r.facts.title,
-            f"{r.facts.started_at:%Y-%m-%d %H:%M} UTC",
-            LEVEL_LABELS.get(r.level, r.level) if not r.facts.is_maintenance else "Maintenance",
-            duration_text(r.duration) + (" (ongoing)" if r.ongoing and not r.facts.is_maintenance else ""),
-            weighted_text(r.weighted_downtime_minutes),
-            duration_text(r.time_to_detect),
-            duration_text(r.time_to_first_update),
-            duration_text(r.time_to_resolve) if not r.ongoing else "open",
-            duration_text(r.update_cadence),
-        )
-        for r in listed
-    )
+    cut = limit is not None and page.incident_count > len(listed)
     return Table(
         name="incidents",
         caption=(
             f"The incidents behind the figures, newest first ({page.incident_count} in the range"
-            + (
-                f"; the first {len(listed)} listed, all in the CSV)"
-                if limit is not None and page.incident_count > len(listed)
-                else ")"
-            )
+            + (f"; the first {len(listed)} listed, all in the CSV)" if cut else ")")
         ),
-        headers=(
-            "Incident",
-            "Impact start",
-            "Level",
-            "Duration",
-            "Weighted downtime",
-            "To detect",
-            "To first update",
-            "To resolve",
-            "Cadence",
-        ),
-        rows=rows,
+        headers=_INCIDENT_HEADERS,
+        rows=tuple(_incident_cells(r) for r in listed),
         links=tuple(f"/incidents/{r.facts.public_id}/" for r in listed),
-        csv_headers=(
-            "incident",
-            "title",
-            "kind",
-            "public",
-            "started_at",
-            "detected_at",
-            "resolved_at",
-            "level",
-            "duration_minutes",
-            "weighted_downtime_minutes",
-            "time_to_detect_minutes",
-            "time_to_first_update_minutes",
-            "time_to_resolve_minutes",
-            "update_cadence_minutes",
-            "updates",
-        ),
+        csv_headers=_INCIDENT_CSV_HEADERS,
         # The HTML lists the first rows only; the CSV (no limit) has every incident.
-        csv_rows=()
-        if limit is not None
-        else tuple(
-            (
-                r.facts.public_id,
-                r.facts.title,
-                "maintenance" if r.facts.is_maintenance else "incident",
-                "yes" if r.facts.is_public else "no",
-                _iso(r.facts.started_at),
-                _iso(r.facts.detected_at),
-                _iso(r.facts.resolved_at),
-                r.level,
-                minutes_of(r.duration),
-                str(r.weighted_downtime_minutes.quantize(Decimal("0.01"))),
-                minutes_of(r.time_to_detect),
-                minutes_of(r.time_to_first_update),
-                minutes_of(r.time_to_resolve),
-                minutes_of(r.update_cadence),
-                str(r.facts.update_count),
-            )
-            for r in listed
-        ),
+        csv_rows=() if limit is not None else tuple(_incident_csv_cells(r) for r in listed),
     )
 
 
@@ -420,7 +343,7 @@ def action_items_table(page: InsightsPage) -> Table:
         rows=tuple((a.period.label, str(a.opened), str(a.closed), str(a.overdue)) for a in page.action_items),
         csv_headers=("period", "period_start", "opened", "closed", "overdue_at_end"),
         csv_rows=tuple(
-            (a.period.label, _iso(a.period.start), str(a.opened), str(a.closed), str(a.overdue))
+            (a.period.label, iso(a.period.start), str(a.opened), str(a.closed), str(a.overdue))
             for a in page.action_items
         ),
     )
@@ -542,116 +465,3 @@ def insights_table(page: InsightsPage, name: str) -> Table:
         "credits": credits_table,
     }
     return builders[name](page)
-
-
-# --- The public uptime report ---------------------------------------------------------------------
-
-
-def uptime_table(report: UptimeReport) -> Table:
-    months = report.newest_first
-    return Table(
-        name="uptime",
-        caption=f"{report.product.name}: monthly uptime, newest first (this month up to now)",
-        headers=("Month", "Uptime", "Weighted", "Total", "Incidents"),
-        rows=tuple(
-            (
-                m.period.label,
-                f"{m.downtime.uptime.percent}\N{NO-BREAK SPACE}%",
-                weighted_text(m.downtime.weighted_minutes),
-                duration_text(m.downtime.total),
-                str(m.incidents),
-            )
-            for m in months
-        ),
-        csv_headers=(
-            "month",
-            "period_start",
-            "period_end",
-            "measured_minutes",
-            "weighted_downtime_minutes",
-            "total_downtime_minutes",
-            "uptime_percent",
-            "incidents",
-            "complete",
-        ),
-        csv_rows=tuple(
-            (
-                m.period.label,
-                _iso(m.period.start),
-                _iso(m.period.end),
-                str(m.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
-                str(m.downtime.weighted_minutes.quantize(Decimal("0.01"))),
-                minutes_of(m.downtime.total),
-                str(m.downtime.uptime.percent),
-                str(m.incidents),
-                "no" if m.is_partial else "yes",
-            )
-            for m in months
-        ),
-    )
-
-
-def uptime_floor(percents: Sequence[Decimal]) -> float:
-    """Where the uptime axis starts: 99 % unless a month fell below it (then the whole
-    percent below, or a multiple of 5 under 95 %), so every bar stays readable."""
-    lowest = min(percents, default=Decimal(100))
-    if lowest >= 99:
-        return 99.0
-    floor = int(lowest)
-    if lowest < 95:
-        floor -= floor % 5
-    return float(floor)
-
-
-def uptime_chart(report: UptimeReport) -> charts.BarChart:
-    percents = [m.downtime.uptime.percent for m in report.months]
-    floor = uptime_floor(percents)
-    return charts.bar_chart(
-        id="chart-uptime",
-        title=f"{report.product.name}: monthly uptime, last {len(report.months)} months",
-        description=(
-            f"One bar per month, oldest first; the axis runs from {charts.number_text(floor)} % to 100 %. "
-            "The table below has each month's uptime and downtime."
-        ),
-        categories=metrics.axis_labels([m.period for m in report.months])[0],
-        sub_labels=metrics.axis_labels([m.period for m in report.months])[1],
-        series=[charts.Series(name="Uptime", css="s-uptime", values=tuple(percents))],
-        y_min=floor,
-        y_max=100.0,
-        y_label="%",
-        value_text=lambda v: charts.number_text(float(v)),
-    )
-
-
-def uptime_json(report: UptimeReport) -> dict[str, object]:
-    return {
-        "product": {"id": report.product.public_id, "slug": report.product.slug, "name": report.product.name},
-        "time_zone": report.time_zone,
-        "weights": {
-            "major_outage": str(report.weights.major),
-            "partial_outage": str(report.weights.partial),
-            "degraded_performance": str(report.weights.degraded),
-            "under_maintenance": "0",
-        },
-        "rule": report.rule,
-        "last_90_days": {
-            "days": report.days,
-            "uptime_percent": str(report.last_days.uptime.percent),
-            "weighted_downtime_minutes": str(report.last_days.weighted_minutes.quantize(Decimal("0.01"))),
-            "total_downtime_minutes": minutes_of(report.last_days.total),
-        },
-        "months": [
-            {
-                "month": m.period.label,
-                "start": _iso(m.period.start),
-                "end": _iso(m.period.end),
-                "complete": not m.is_partial,
-                "measured_minutes": str(m.downtime.uptime.period_minutes.quantize(Decimal("0.01"))),
-                "weighted_downtime_minutes": str(m.downtime.weighted_minutes.quantize(Decimal("0.01"))),
-                "total_downtime_minutes": minutes_of(m.downtime.total),
-                "uptime_percent": str(m.downtime.uptime.percent),
-                "incidents": m.incidents,
-            }
-            for m in report.newest_first
-        ],
-    }

@@ -11,7 +11,7 @@ from django.test import Client
 
 from alerts import services
 from alerts.models import Integration
-from incidents.models import ImpactLevel, IncidentImpact, Location, Product
+from incidents.models import ImpactLevel, Incident, IncidentImpact, Location, Product
 from tests.builders import make_location, make_product
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -19,6 +19,13 @@ PAYLOADS = Path(__file__).parent / "payloads"
 
 def load_payloads(name: str) -> list[dict[str, Any]]:
     return json.loads((PAYLOADS / name).read_text())  # type: ignore[no-any-return]
+
+
+def alert_drafts() -> list[Incident]:
+    """Draft incidents opened from alerts, newest first."""
+    return list(
+        Incident.objects.filter(is_public=False, alert_group__isnull=False).order_by("-started_at", "-id")
+    )
 
 
 def cloud_storage_catalogue() -> tuple[Product, Product, Location, Location]:

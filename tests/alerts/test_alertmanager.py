@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from alerts import selectors, services
+from alerts import services
 from alerts.models import Alert, Integration
 from incidents.models import Incident
-from tests.alerts.helpers import cloud_storage_catalogue, make_integration, url_for
+from tests.alerts.helpers import alert_drafts, cloud_storage_catalogue, make_integration, url_for
 from tests.conftest import service_missing
 
 pytestmark = pytest.mark.services
@@ -185,7 +185,7 @@ def test_a_real_alertmanager_opens_a_draft_then_resolves_it(
         raise AssertionError((tmp_path / "alertmanager.log").read_text()[-2000:]) from None
     assert incident.is_public is False
     assert incident.title == "Cloud Storage write errors in us-central1"
-    assert list(selectors.alert_drafts()) == [incident]
+    assert alert_drafts() == [incident]
     window = incident.windows.get()
     assert (window.product, window.location, window.level) == (gcs, region, "partial_outage")
     assert (window.started_at, window.ended_at) == (starts, None)

@@ -15,13 +15,12 @@ import pytest
 from django.test import Client
 from freezegun import freeze_time
 
-from alerts import selectors
 from alerts.models import Alert, ReceivedPayload
 from demo.incidents import GCS_END, GCS_FIRST_END, GCS_RECURRENCE_START, GCS_START
 from incidents import selectors as incident_selectors
 from incidents import services as incident_services
 from incidents.models import ImpactWindow, Incident
-from tests.alerts.helpers import cloud_storage_catalogue, load_payloads, make_integration, post
+from tests.alerts.helpers import alert_drafts, cloud_storage_catalogue, load_payloads, make_integration, post
 
 pytestmark = pytest.mark.django_db
 
@@ -57,7 +56,7 @@ def test_it_replays_the_cloud_storage_incident_into_the_demo_windows(client: Cli
             ImpactWindow.Level.PARTIAL_OUTAGE,
         )
         assert (window.started_at, window.ended_at) == (GCS_START, None)
-        assert list(selectors.alert_drafts()) == [incident]
+        assert alert_drafts() == [incident]
         assert client.get(f"/incidents/{incident.public_id}/").status_code == 404
 
         for payload in payloads[1:]:

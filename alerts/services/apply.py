@@ -1,0 +1,255 @@
+"""Carrying out a `Decision` on the alert's row, its group, incident and windows
+(docs/adr/0008-alert-intake.md). Called under the integration's row lock by intake.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from alerts.models import Alert, AlertGroup, Integration
+from alerts.parsers import CONTROL_CHARS, AlertEvent
+from alerts.services.decide import FIRING, RESOLVED, Decision, Mapping, has_human_update, open_window
+from incidents import services as incidents
+from incidents.models import ImpactWindow, Incident
+from outbox import services as outbox
+
+
+def suggested_title(event: AlertEvent, mapping: Mapping) -> str:
+    """The alert's summary, made one clean line (the incident title rules refuse control
+    characters; a sender's text is cleaned, not refused)."""
+    title = CONTROL_CHARS.sub(" ", event.title or "").strip()
+    title = " ".join(title.split())[:200]
+    return title or f"Alert on {mapping.product.name}"
+
+
+def location_text(mapping: Mapping) -> str:
+    return f" in {mapping.location.name}" if mapping.location is not None else ""
+
+
+def _add_window(incident: Incident, event: AlertEvent, mapping: Mapping) -> ImpactWindow:
+    existing = open_window(incident, mapping)
+    if existing is not None:
+        return existing
+    return incidents.impact_window_add(
+        incident=incident,
+        product=mapping.product,
+        location=mapping.location,
+        level=mapping.level,
+        started_at=event.starts_at,
+        description=f"From the alert: {suggested_title(event, mapping)}",
+    )
+
+
+def _reopen_window(window: ImpactWindow) -> ImpactWindow:
+    return incidents.impact_window_edit(
+        window=window,
+        product=window.product,
+        location=window.location,
+        level=window.level,
+        started_at=window.started_at,
+        ended_at=None,
+        description=window.description,
+    )
+
+
+def _reopen_incident(group: AlertGroup, event: AlertEvent, mapping: Mapping) -> None:
+    incidents.incident_post_update(
+        incident=group.incident,
+        status=Incident.Status.INVESTIGATING,
+        body=f"The alert “{suggested_title(event, mapping)}” is firing again{location_text(mapping)}.",
+        display_at=event.starts_at,
+    )
+    group.incident.refresh_from_db()
+    group.resolve_due_at = None
+    group.save(update_fields=["resolve_due_at"])
+
+
+def _open_draft(integration: Integration, event: AlertEvent, decision: Decision, now: datetime) -> AlertGroup:
+    mapping = decision.mapping
+    assert mapping is not None
+    title = suggested_title(event, mapping)
+    notes = [f"Opened from the {integration.get_kind_display()} integration “{integration.name}”."]
+    if mapping.used_default:
+        notes.append(
+            "These labels matched no rule, so the default rule placed the impact: check the product, "
+            "location and level."
+        )
+    incident = incidents.incident_open(
+        title=title,
+        impact=mapping.rule.impact,
+        started_at=event.starts_at,
+        body=f"We are investigating: {title}{location_text(mapping)}.",
+        windows=[
+            incidents.WindowSpec(
+                product=mapping.product,
+                location=mapping.location,
+                level=mapping.level,
+                started_at=event.starts_at,
+                description=f"From the alert: {title}",
+            )
+        ],
+        is_public=False,
+        # The opening entry notifies nobody while private (subscriptions skip drafts);
+        # incident_publish announces it again when the draft goes public.
+        notify=True,
+        recurrence_of=decision.previous,
+        internal_notes="\n".join(notes),
+    )
+    minutes = mapping.rule.auto_publish_after_minutes
+    return AlertGroup.objects.create(
+        integration=integration,
+        group_key=event.group_key,
+        incident=incident,
+        rule=mapping.rule,
+        publish_due_at=now + timedelta(minutes=minutes) if minutes is not None else None,
+    )
+
+
+def execute(
+    integration: Integration, event: AlertEvent, decision: Decision, alert: Alert | None, now: datetime
+) -> Alert:
+    if alert is None:
+        alert = Alert(integration=integration, fingerprint=event.fingerprint, starts_at=event.starts_at)
+    alert.last_received_at = now
+    alert.note = decision.reason[:300]
+    if decision.action in ("duplicate", "stale"):
+        alert.save(update_fields=["last_received_at", "note"])
+        return alert
+    _copy_event(alert, event, decision.mapping)
+    if decision.action == "record":
+        _record(alert, event)
+        return alert
+    if decision.action == "resolve":
+        return _resolve(integration, alert, event, now)
+    _place(integration, event, decision, alert, now)
+    alert.save()
+    return alert
+
+
+def _copy_event(alert: Alert, event: AlertEvent, mapping: Mapping | None) -> None:
+    if event.status == FIRING:
+        alert.status = FIRING
+        alert.starts_at = event.starts_at
+        alert.ends_at = None
+        alert.labels = dict(event.labels)
+        alert.annotations = dict(event.annotations)
+        alert.url = event.url[:1000]
+    if mapping is not None:
+        alert.title = suggested_title(event, mapping)
+        alert.rule = mapping.rule
+        alert.used_default_rule = mapping.used_default
+
+
+def _record(alert: Alert, event: AlertEvent) -> None:
+    if event.status == RESOLVED:
+        alert.status = RESOLVED
+        alert.ends_at = event.ends_at
+        alert.labels = dict(event.labels)
+        alert.title = alert.title or CONTROL_CHARS.sub(" ", event.title)[:200]
+    alert.save()
+
+
+def _place(
+    integration: Integration, event: AlertEvent, decision: Decision, alert: Alert, now: datetime
+) -> None:
+    """Open, flap, reopen or join: give the alert its group and window."""
+    mapping = decision.mapping
+    assert mapping is not None
+    group = decision.group
+    if decision.action == "open":
+        opened = _open_draft(integration, event, decision, now)
+        alert.group = opened
+        alert.window = opened.incident.windows.get()
+        return
+    assert group is not None
+    if decision.action == "flap":
+        assert decision.window is not None
+        alert.flaps += 1
+        if group.incident.is_closed:
+            _reopen_incident(group, event, mapping)
+        window = ImpactWindow.objects.get(pk=decision.window.pk)
+        alert.window = _reopen_window(window) if window.ended_at is not None else window
+        group.resolve_due_at = None
+        group.save(update_fields=["resolve_due_at"])
+    elif decision.action == "reopen":
+        _reopen_incident(group, event, mapping)
+        alert.window = _add_window(group.incident, event, mapping)
+    elif decision.action == "join":
+        group.resolve_due_at = None
+        group.save(update_fields=["resolve_due_at"])
+        alert.window = _add_window(group.incident, event, mapping)
+    alert.group = group
+
+
+def _resolve(integration: Integration, alert: Alert, event: AlertEvent, now: datetime) -> Alert:
+    assert event.ends_at is not None
+    alert.status = RESOLVED
+    alert.ends_at = event.ends_at
+    alert.save()
+    window = ImpactWindow.objects.filter(pk=alert.window_id).first() if alert.window_id else None
+    if window is not None and window.ended_at is None:
+        sharing = Alert.objects.filter(window=window)
+        if not sharing.filter(status=FIRING).exists():
+            ends = [a.ends_at for a in sharing if a.ends_at is not None]
+            incidents.impact_window_close(window=window, ended_at=max([*ends, window.started_at]))
+    group = alert.group
+    if group is not None and not group.alerts.filter(status=FIRING).exists():
+        last_end = max(a.ends_at for a in group.alerts.all() if a.ends_at is not None)
+        group.resolve_due_at = last_end + timedelta(seconds=integration.flap_debounce_seconds)
+        group.save(update_fields=["resolve_due_at"])
+        if group.resolve_due_at <= now:
+            auto_resolve(group)
+    return alert
+
+
+def _staff_addresses() -> list[str]:
+    configured = list(getattr(settings, "ALERTS_STAFF_EMAILS", []) or [])
+    if configured:
+        return configured
+    users = get_user_model().objects.filter(is_staff=True, is_active=True).exclude(email="")
+    return sorted(set(users.values_list("email", flat=True)))
+
+
+def auto_resolve(group: AlertGroup) -> str:
+    """Every alert of the group is resolved and quiet: resolve, or tell staff."""
+    group.resolve_due_at = None
+    incident = Incident.objects.get(pk=group.incident_id)
+    alerts = list(group.alerts.all())
+    if incident.is_closed or any(a.status == FIRING for a in alerts):
+        group.save(update_fields=["resolve_due_at"])
+        return "nothing to resolve"
+    last_end = max(a.ends_at for a in alerts if a.ends_at is not None)
+    when = f"{last_end:%Y-%m-%d %H:%M} UTC"
+    if has_human_update(incident):
+        group.needs_attention = (
+            f"Every alert resolved at {when}, but a person has posted updates: resolve it by hand."
+        )
+        group.save(update_fields=["resolve_due_at", "needs_attention"])
+        to = _staff_addresses()
+        if to:
+            outbox.email_enqueue(
+                key=f"alerts-attention:{group.pk}:{int(last_end.timestamp())}",
+                to=to,
+                subject=f"Alerts resolved: {incident.title}"[:200],
+                text=(
+                    f"Every alert behind the incident “{incident.title}” resolved at {when}.\n\n"
+                    "Someone has posted updates on it, so it was not resolved automatically. "
+                    "Please post the resolution yourself.\n\n"
+                    f"{settings.SITE_URL}/admin/incidents/incident/{incident.pk}/change/\n"
+                ),
+                purpose="alerts-attention",
+                ref=f"incident:{incident.pk}",
+            )
+        return "staff told"
+    names = sorted({a.title for a in alerts if a.title})
+    listed = "".join(f"\n- {name}" for name in names[:20])
+    incidents.incident_resolve(
+        incident=incident,
+        body=f"Every alert behind this incident has resolved; it was resolved automatically.{listed}",
+        resolved_at=max(last_end, incident.started_at),
+    )
+    group.save(update_fields=["resolve_due_at"])
+    return "resolved"

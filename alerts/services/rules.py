@@ -1,0 +1,185 @@
+"""Staff writes of alert intake's configuration: integrations (name, secret, debounce) and
+their mapping rules from labels to product, location and impact.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from alerts.models import Integration, MappingRule, new_secret
+from alerts.parsers import CONTROL_CHARS
+from incidents.models import ImpactLevel, IncidentImpact, Location, Product
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join((name or "").split())
+    if not name:
+        raise ValidationError({"name": "Give the integration a name."})
+    if CONTROL_CHARS.search(name):
+        raise ValidationError({"name": "Control characters are not allowed."})
+    return name[:100]
+
+
+INTEGRATION_EDITABLE_FIELDS = frozenset(
+    {"name", "is_active", "flap_debounce_seconds", "reopen_within_minutes"}
+)
+
+
+@transaction.atomic
+def integration_create(
+    *,
+    name: str,
+    kind: str,
+    default_product: Product,
+    default_level: str = ImpactLevel.PARTIAL_OUTAGE,
+    default_impact: str = IncidentImpact.MINOR,
+    flap_debounce_seconds: int = 300,
+    reopen_within_minutes: int = 24 * 60,
+    is_active: bool = True,
+) -> Integration:
+    """A new integration with a fresh secret and its default rule."""
+    if kind not in Integration.Kind.values:
+        raise ValidationError({"kind": f"Unknown kind {kind!r}."})
+    name = _clean_name(name)
+    if Integration.objects.filter(name=name).exists():
+        raise ValidationError({"name": "An integration with this name exists."})
+    integration = Integration.objects.create(
+        name=name,
+        kind=kind,
+        flap_debounce_seconds=flap_debounce_seconds,
+        reopen_within_minutes=reopen_within_minutes,
+        is_active=is_active,
+    )
+    rule_save(
+        integration=integration,
+        is_default=True,
+        product=default_product,
+        level=default_level,
+        impact=default_impact,
+    )
+    return integration
+
+
+@transaction.atomic
+def integration_update(*, integration: Integration, changes: dict[str, Any]) -> Integration:
+    unknown = set(changes) - INTEGRATION_EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    integration = Integration.objects.select_for_update().get(pk=integration.pk)
+    if "name" in changes:
+        changes = {**changes, "name": _clean_name(changes["name"])}
+        if Integration.objects.filter(name=changes["name"]).exclude(pk=integration.pk).exists():
+            raise ValidationError({"name": "An integration with this name exists."})
+    for name, value in changes.items():
+        setattr(integration, name, value)
+    if changes:
+        integration.save(update_fields=[*changes, "updated_at"])
+    return integration
+
+
+@transaction.atomic
+def integration_rotate_secret(*, integration: Integration) -> Integration:
+    integration = Integration.objects.select_for_update().get(pk=integration.pk)
+    integration.secret = new_secret()
+    integration.save(update_fields=["secret", "updated_at"])
+    return integration
+
+
+_LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")
+
+
+def clean_matchers(value: Any) -> dict[str, str]:
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(
+            {"matchers": 'Give an object of label names to values, e.g. {"service": "storage"}.'}
+        )
+    cleaned = {}
+    for key, item in value.items():
+        if not isinstance(key, str) or not _LABEL_NAME.match(key):
+            raise ValidationError({"matchers": f"{str(key)[:40]!r} is not a label name."})
+        if not isinstance(item, str) or CONTROL_CHARS.search(item) or len(item) > 200:
+            raise ValidationError({"matchers": f"The value of {key!r} must be one line of text."})
+        cleaned[key] = item
+    return cleaned
+
+
+def _clean_rule_matchers(matchers: Any, *, is_default: bool) -> dict[str, str]:
+    cleaned = clean_matchers(matchers)
+    if is_default and cleaned:
+        raise ValidationError({"matchers": "The default rule matches every alert: leave its matchers empty."})
+    if not is_default and not cleaned:
+        raise ValidationError(
+            {"matchers": "Say which labels this rule matches (or make it the default rule)."}
+        )
+    return cleaned
+
+
+def _clean_location_labels(location_labels: str) -> list[str]:
+    names = [n.strip() for n in (location_labels or "").split(",") if n.strip()]
+    for name in names:
+        if not _LABEL_NAME.match(name):
+            raise ValidationError({"location_labels": f"{name[:40]!r} is not a label name."})
+    return names
+
+
+def _check_default(integration: Integration, rule: MappingRule | None, *, is_default: bool) -> None:
+    """Exactly one default rule per integration: no second one, and none taken away."""
+    others = MappingRule.objects.filter(integration=integration, is_default=True)
+    if rule is not None:
+        others = others.exclude(pk=rule.pk)
+    if is_default and others.exists():
+        raise ValidationError({"is_default": "This integration already has a default rule."})
+    if rule is not None and rule.is_default and not is_default:
+        raise ValidationError({"is_default": "Keep a default rule: make another rule the default first."})
+
+
+@transaction.atomic
+def rule_save(
+    *,
+    integration: Integration,
+    product: Product | None,
+    rule: MappingRule | None = None,
+    is_default: bool = False,
+    matchers: Any = None,
+    location: Location | None = None,
+    location_labels: str = "zone,region",
+    level: str = ImpactLevel.PARTIAL_OUTAGE,
+    impact: str = IncidentImpact.MINOR,
+    auto_publish_after_minutes: int | None = None,
+    position: int = 0,
+) -> MappingRule:
+    """Create or change a mapping rule; one default per integration, which matches anything."""
+    if product is None:
+        raise ValidationError({"product": "Choose the product this rule maps to."})
+    if level not in ImpactLevel.values:
+        raise ValidationError({"level": f"Unknown impact level {level!r}."})
+    if impact not in IncidentImpact.values:
+        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
+    cleaned = _clean_rule_matchers(matchers, is_default=is_default)
+    names = _clean_location_labels(location_labels)
+    _check_default(integration, rule, is_default=is_default)
+    rule = rule or MappingRule(integration=integration)
+    rule.is_default = is_default
+    rule.matchers = cleaned
+    rule.product = product
+    rule.location = location
+    rule.location_labels = ",".join(names)
+    rule.level = level
+    rule.impact = impact
+    rule.auto_publish_after_minutes = auto_publish_after_minutes
+    rule.position = position
+    rule.save()
+    return rule
+
+
+@transaction.atomic
+def rule_delete(*, rule: MappingRule) -> None:
+    if rule.is_default:
+        raise ValidationError("The default rule cannot be deleted: every alert needs somewhere to go.")
+    MappingRule.objects.filter(pk=rule.pk).delete()
