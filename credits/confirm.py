@@ -19,8 +19,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from credits import services
-from credits.audit import audit_record, audit_record_many
 from credits.models import AuditAction, CreditNotice, NoticeState
+from credits.services.audit import audit_record, audit_record_many
 
 SALT = "credits.confirm.v1"
 MAX_AGE_SECONDS = 3600
