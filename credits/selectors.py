@@ -25,7 +25,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from credits import explain, sla
-from credits.models import CreditNotice, CustomerEntitlement, SLAPolicy
+from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, SLAPolicy
 from incidents.models import ImpactWindow, Incident, Location, Product
 
 
@@ -137,8 +137,32 @@ def notices_for_period(*, period: str, states: list[str] | None = None) -> Query
     return qs.order_by("customer__name", "customer_id", "policy_id")
 
 
-def notice_incidents(notice: CreditNotice) -> QuerySet[Incident]:
-    return notice.incidents.order_by("started_at", "id")
+def notice_periods(limit: int = 36) -> list[str]:
+    """The months that have notices, latest first."""
+    return list(CreditNotice.objects.order_by("-period").values_list("period", flat=True).distinct()[:limit])
+
+
+def policies_by_name() -> list[SLAPolicy]:
+    return list(SLAPolicy.objects.order_by("name"))
+
+
+def audit_entries(
+    *, period: str = "", notice: CreditNotice | None = None, limit: int = 30
+) -> list[CreditAuditEntry]:
+    """The latest audit entries of a month (with each entry's notice and customer), or of one notice."""
+    if notice is not None:
+        return list(notice.audit_entries.all()[:limit])
+    return list(CreditAuditEntry.objects.filter(period=period).select_related("notice__customer")[:limit])
+
+
+def notice_ids_selected(*, period: str = "", ids: Iterable[int] = ()) -> tuple[int, ...]:
+    """The ids of the notices of `period` and among `ids` (each only when given)."""
+    queryset = CreditNotice.objects.all()
+    if period:
+        queryset = queryset.filter(period=period)
+    if ids:
+        queryset = queryset.filter(pk__in=ids)
+    return tuple(queryset.values_list("pk", flat=True))
 
 
 def notice_breakdown(notice: CreditNotice) -> explain.Breakdown:

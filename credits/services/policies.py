@@ -21,20 +21,12 @@ POLICY_WEIGHT_FIELDS = (
     "weight_under_maintenance",
 )
 
-# A policy's editable terms, in the order the API shows them: one list for the admin
-# form, the API serializer and `policy_update`.
-POLICY_FIELDS = (
-    "name",
-    "description",
-    "target",
-    "time_zone",
-    "unit",
-    "cap",
-    "claim_window_days",
-    "min_downtime_minutes",
-    "exclude_maintenance",
-    *POLICY_WEIGHT_FIELDS,
-)
+# A policy's editable fields, in the order the API shows them: one list for the admin
+# form, the API serializer and `policy_update`. The admin groups them as terms, then what
+# counts as downtime.
+POLICY_TERMS = ("name", "description", "target", "time_zone", "unit", "cap", "claim_window_days")
+POLICY_DOWNTIME_RULES = ("min_downtime_minutes", "exclude_maintenance")
+POLICY_FIELDS = (*POLICY_TERMS, *POLICY_DOWNTIME_RULES, *POLICY_WEIGHT_FIELDS)
 
 
 def clean_time_zone(value: str) -> str:
