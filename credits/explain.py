@@ -46,7 +46,6 @@ class WindowLine:
     weight: Decimal
     reason: str  # COUNTED or why not
     minutes: Decimal  # weighted minutes charged to this window (exact); 0 unless counted
-    clipped_minutes: Decimal  # its own length inside the month (unweighted, exact)
 
     @property
     def level_label(self) -> str:
@@ -141,7 +140,6 @@ def _line(
         "minutes": Decimal(0),
         "start": clip.start if clip else o.start,
         "end": clip.end if clip else o.end,
-        "clipped_minutes": sla._minutes(clip.duration) if clip else Decimal(0),
         "reason": reason,
     }
     candidate = (w, Interval(o.start, stop), weight) if reason in (COUNTED, OUTSIDE) else None

@@ -1,16 +1,7 @@
 """Reads of the credits domain: who is affected by which impact, and notice lists.
 
-Location rule (who a location-scoped window affects). Locations form a tree
-(global > region > zone). A window on product P:
-
-- with no location affects every customer entitled to P;
-- in location L affects a customer entitled to P with no location (the product
-  everywhere), or entitled to P in L itself, in a place inside L (a region-wide outage
-  hits each of its zones), or in a place containing L (a customer using the whole region
-  runs in that zone too).
-
-Sibling zones are unaffected: a us-central1-b outage does not touch a us-central1-a
-customer.
+Which customers a location-scoped window affects (the location tree rule, in
+`window_affects`) is described in docs/adr/0007-sla-credits.md.
 """
 
 from __future__ import annotations
@@ -99,7 +90,10 @@ def windows_for_period(*, start: datetime, end: datetime) -> list[WindowRow]:
 def window_affects(
     window: WindowRow, *, location_id: int | None, relatives: dict[int, frozenset[int]]
 ) -> bool:
-    """Does `window` affect an entitlement at `location_id` (same product)? See module doc."""
+    """Does `window` affect an entitlement at `location_id` (same product)? A window with
+    no location, or an entitlement to the product everywhere, always; otherwise when the
+    entitlement is in the window's location, inside it or containing it, never in a
+    sibling (a us-central1-b outage does not touch a us-central1-a customer)."""
     if window.location_id is None or location_id is None:
         return True
     return location_id in relatives.get(window.location_id, frozenset({window.location_id}))
