@@ -83,23 +83,7 @@ class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
 
     class Meta:
         model = SLAPolicy
-        fields = [
-            "id",
-            "name",
-            "description",
-            "target",
-            "time_zone",
-            "unit",
-            "cap",
-            "claim_window_days",
-            "min_downtime_minutes",
-            "exclude_maintenance",
-            "weight_major_outage",
-            "weight_partial_outage",
-            "weight_degraded_performance",
-            "weight_under_maintenance",
-            "tiers",
-        ]
+        fields = ["id", *services.POLICY_FIELDS, "tiers"]
         read_only_fields = ["id"]
         # The database refuses a target of 0 (a promise of nothing).
         extra_kwargs = {
@@ -132,18 +116,7 @@ class CustomerSerializer(StrictSerializer, serializers.ModelSerializer):
 
     class Meta:
         model = Customer
-        fields = [
-            "id",
-            "name",
-            "billing_emails",
-            "policy",
-            "sla_eligible",
-            "term_end_date",
-            "monthly_bill",
-            "currency",
-            "language",
-            "entitlements",
-        ]
+        fields = ["id", *services.CUSTOMER_FIELDS, "entitlements"]
         read_only_fields = ["id"]
 
 
@@ -340,11 +313,7 @@ class CustomerViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        entitlements = data.pop("entitlements", [])
-        customer = services.customer_create(**data)
-        for ent in entitlements:
-            services.customer_entitle(customer=customer, **ent)
+        customer = services.customer_create(**serializer.validated_data)
         return Response(
             self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
             status=status.HTTP_201_CREATED,
@@ -355,11 +324,7 @@ class CustomerViewSet(
         customer = self.get_object()
         serializer = self.get_serializer(customer, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        entitlements = data.pop("entitlements", None)
-        services.customer_update(customer=customer, **data)
-        for ent in entitlements or []:
-            services.customer_entitle(customer=customer, **ent)
+        services.customer_update(customer=customer, **serializer.validated_data)
         return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -414,12 +379,7 @@ class SLAPolicyViewSet(
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         tiers = [(Decimal(t["below"]), Decimal(t["credit"])) for t in data.pop("tiers")]
-        weights = {
-            level: data.pop(f"weight_{level}")
-            for level in ("major_outage", "partial_outage", "degraded_performance", "under_maintenance")
-            if f"weight_{level}" in data
-        }
-        policy = services.policy_create(tiers=tiers, weights=weights, **data)
+        policy = services.policy_create(tiers=tiers, weights=services.policy_weights(data), **data)
         return Response(
             self.get_serializer(policy).data,
             status=status.HTTP_201_CREATED,
@@ -476,14 +436,6 @@ class CreditNoticeViewSet(
         )
         return Response(ComputeResultSerializer(summary).data)
 
-    def _selected(self, data: dict[str, Any]) -> tuple[int, ...]:
-        queryset = CreditNotice.objects.all()
-        if data.get("period"):
-            queryset = queryset.filter(period=data["period"])
-        if data.get("ids"):
-            queryset = queryset.filter(pk__in=data["ids"])
-        return tuple(queryset.values_list("pk", flat=True))
-
     @extend_schema(
         summary="What sending would do, and its confirmation token (staff)",
         description="By `ids`, or every computed or failed notice of `period`. Sends nothing. "
@@ -495,8 +447,9 @@ class CreditNoticeViewSet(
     def send_preview(self, request: Request) -> Response:
         serializer = PreviewSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        plan = confirm.send_plan(ids=self._selected(serializer.validated_data))
-        confirm.plan_shown(plan=plan, actor=acting_user(request), via="api")
+        data = serializer.validated_data
+        ids = credit_selectors.notice_ids_selected(period=data.get("period", ""), ids=data.get("ids") or ())
+        plan = confirm.send_preview(ids=ids, actor=acting_user(request), via="api")
         return Response(SendPlanSerializer(plan).data)
 
     @extend_schema(
@@ -511,19 +464,17 @@ class CreditNoticeViewSet(
         serializer = ApproveSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        actor = acting_user(request)
-        token = data.get("confirmation", "")
-        if not token:
-            if not data.get("confirm"):
-                confirm.refuse_unconfirmed(actor=actor, via="api", detail="approve without confirm")
-                raise serializers.ValidationError(
-                    {"confirm": 'Nothing was sent: pass "confirm": true or a confirmation from send-preview.'}
-                )
-            token = confirm.send_plan(ids=self._selected(data)).token
         try:
-            summary = confirm.credits_send_confirmed(token=token, actor=actor, via="api")
+            summary = confirm.credits_send_requested(
+                token=data.get("confirmation", ""),
+                confirmed=data.get("confirm", False),
+                period=data.get("period", ""),
+                ids=data.get("ids") or (),
+                actor=acting_user(request),
+                via="api",
+            )
         except DjangoValidationError as exc:
-            raise serializers.ValidationError({"confirmation": exc.messages}) from None
+            raise serializers.ValidationError(exc.message_dict) from None
         return Response(SendResultSerializer(summary).data)
 
     @extend_schema(

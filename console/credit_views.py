@@ -14,8 +14,8 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_POST
 
 from console.views import console_view
-from credits import confirm, emails, exports, selectors, sla
-from credits.models import CreditAuditEntry, CreditNotice, Customer, NoticeState, SLAPolicy
+from credits import confirm, emails, exports, selectors, services, sla
+from credits.models import CreditNotice, Customer, NoticeState
 
 # The letter's own HTML carries inline styles (email clients need them); it is shown in a
 # sandboxed frame with a policy of its own, never inside a console page.
@@ -31,7 +31,7 @@ def _period(value: str) -> str:
 
 @console_view
 def credits_review(request: HttpRequest) -> HttpResponse:
-    periods = list(CreditNotice.objects.order_by("-period").values_list("period", flat=True).distinct()[:36])
+    periods = selectors.notice_periods()
     period = _period(request.GET.get("period", "")) or (periods[0] if periods else "")
     policy_raw = request.GET.get("policy", "")
     policy_id = int(policy_raw) if policy_raw.isdigit() else None
@@ -47,14 +47,12 @@ def credits_review(request: HttpRequest) -> HttpResponse:
             "rows": _rows(notices),
             "periods": periods,
             "period": period,
-            "policies": list(SLAPolicy.objects.order_by("name")),
+            "policies": selectors.policies_by_name(),
             "policy_id": policy_id,
             "states": NoticeState.choices,
             "state": state,
             "sendable": [n for n in notices if n.state in confirm.SENDABLE],
-            "audit": list(
-                CreditAuditEntry.objects.filter(period=period).select_related("notice__customer")[:30]
-            ),
+            "audit": selectors.audit_entries(period=period),
         },
     )
 
@@ -79,7 +77,7 @@ def credit_notice(request: HttpRequest, pk: int) -> HttpResponse:
             "notice": notice,
             "breakdown": breakdown,
             "entitlements": selectors.notice_entitlements(notice),
-            "audit": list(notice.audit_entries.all()[:30]),
+            "audit": selectors.audit_entries(notice=notice),
             "sendable": notice.state in confirm.SENDABLE,
         },
     )
@@ -117,8 +115,7 @@ def credits_confirm(request: HttpRequest) -> HttpResponse:
     if not ids:
         messages.error(request, "Select at least one notice to send.")
         return HttpResponseRedirect(reverse("console:credits"))
-    plan = confirm.send_plan(ids=ids)
-    confirm.plan_shown(plan=plan, actor=request.user, via=request.GET.get("via", "console")[:16])
+    plan = confirm.send_preview(ids=ids, actor=request.user, via=request.GET.get("via", "console")[:16])
     return render(request, "console/credits_confirm.html", {"plan": plan})
 
 
@@ -144,8 +141,6 @@ def credits_send(request: HttpRequest) -> HttpResponse:
 @require_POST
 @console_view
 def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    from credits import services
-
     try:
         services.credits_cancel(notice=_notice(pk), actor=request.user, via="console")  # type: ignore[arg-type]
         messages.success(request, "Notice cancelled; it will not be sent.")

@@ -29,6 +29,7 @@ from credits.models import (
     CustomerEntitlement,
     SLAPolicy,
 )
+from credits.services.policies import POLICY_DOWNTIME_RULES, POLICY_TERMS
 from outbox import services as outbox
 
 
@@ -60,16 +61,7 @@ class CustomerForm(forms.ModelForm):
 
     class Meta:
         model = Customer
-        fields = [
-            "name",
-            "billing_emails",
-            "policy",
-            "sla_eligible",
-            "term_end_date",
-            "monthly_bill",
-            "currency",
-            "language",
-        ]
+        fields = list(services.CUSTOMER_FIELDS)
 
     def clean_name(self) -> str:
         try:
@@ -82,7 +74,7 @@ class EntitlementInline(admin.TabularInline):
     model = CustomerEntitlement
     extra = 1
     autocomplete_fields = ()
-    fields = ("product", "location", "policy")
+    fields = services.ENTITLEMENT_FIELDS
 
 
 @admin.register(Customer)
@@ -142,21 +134,7 @@ class TierInline(admin.TabularInline):
 class SLAPolicyForm(forms.ModelForm):
     class Meta:
         model = SLAPolicy
-        fields = [
-            "name",
-            "description",
-            "target",
-            "time_zone",
-            "unit",
-            "cap",
-            "claim_window_days",
-            "weight_major_outage",
-            "weight_partial_outage",
-            "weight_degraded_performance",
-            "weight_under_maintenance",
-            "min_downtime_minutes",
-            "exclude_maintenance",
-        ]
+        fields = list(services.POLICY_FIELDS)
 
     def clean_time_zone(self) -> str:
         try:
@@ -186,9 +164,7 @@ class SLAPolicyAdmin(ServiceModelAdmin):
             if changes:
                 call_service("", services.policy_update, policy=obj, changes=changes)
             return
-        weights = {
-            name.removeprefix("weight_"): data.pop(name) for name in list(data) if name.startswith("weight_")
-        }
+        weights = services.policy_weights(data)
         adopt(obj, call_service("", services.policy_create, **data, weights=weights, tiers=()))
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
@@ -201,23 +177,8 @@ class SLAPolicyAdmin(ServiceModelAdmin):
         record_formset(formset, new=saved, changed=[], deleted=[])
 
     fieldsets = (
-        (
-            None,
-            {"fields": ("name", "description", "target", "time_zone", "unit", "cap", "claim_window_days")},
-        ),
-        (
-            "What counts as downtime",
-            {
-                "fields": (
-                    "weight_major_outage",
-                    "weight_partial_outage",
-                    "weight_degraded_performance",
-                    "weight_under_maintenance",
-                    "min_downtime_minutes",
-                    "exclude_maintenance",
-                )
-            },
-        ),
+        (None, {"fields": POLICY_TERMS}),
+        ("What counts as downtime", {"fields": (*services.POLICY_WEIGHT_FIELDS, *POLICY_DOWNTIME_RULES)}),
     )
 
 

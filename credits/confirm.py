@@ -18,9 +18,9 @@ from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from credits import services
-from credits.audit import audit_record, audit_record_many
+from credits import selectors, services
 from credits.models import AuditAction, CreditNotice, NoticeState
+from credits.services.audit import audit_record, audit_record_many
 
 SALT = "credits.confirm.v1"
 MAX_AGE_SECONDS = 3600
@@ -82,6 +82,13 @@ def send_plan(*, ids: Iterable[int]) -> SendPlan:
     plan.money = [MoneyTotal(c, a) for c, a in sorted(money.items())]
     ordered = sorted(plan.notices, key=lambda n: n.pk)
     plan.token = signing.dumps({"ids": [n.pk for n in ordered], "fp": _fingerprint(ordered)}, salt=SALT)
+    return plan
+
+
+def send_preview(*, ids: Iterable[int], actor: Any, via: str) -> SendPlan:
+    """`send_plan`, logged as shown to `actor`: the confirmation page's (and API's) step."""
+    plan = send_plan(ids=ids)
+    plan_shown(plan=plan, actor=actor, via=via)
     return plan
 
 
@@ -150,6 +157,25 @@ def credits_send_confirmed(*, token: str, actor: Any, via: str) -> services.Send
             )
         audit_record_many(action=AuditAction.APPROVED, actor=actor, via=via, notices=entries)
     return summary
+
+
+def credits_send_requested(
+    *, token: str, confirmed: bool, period: str = "", ids: Iterable[int] = (), actor: Any, via: str
+) -> services.SendSummary:
+    """The API's send: by a confirmation `token`, or without one the notices of `period`
+    and/or `ids` when the caller said `confirmed`; refused and logged otherwise. Errors
+    name the field at fault (`confirm` or `confirmation`)."""
+    if not token:
+        if not confirmed:
+            refuse_unconfirmed(actor=actor, via=via, detail="approve without confirm")
+            raise ValidationError(
+                {"confirm": 'Nothing was sent: pass "confirm": true or a confirmation from send-preview.'}
+            )
+        token = send_plan(ids=selectors.notice_ids_selected(period=period, ids=ids)).token
+    try:
+        return credits_send_confirmed(token=token, actor=actor, via=via)
+    except ValidationError as exc:
+        raise ValidationError({"confirmation": exc.messages}) from None
 
 
 def refuse_unconfirmed(*, actor: Any, via: str, detail: str = "") -> None:

@@ -25,7 +25,7 @@ from core.i18n import display_date, display_datetime, month_label, number, perce
 from credits import selectors, sla
 from credits.models import CreditNotice
 from incidents.intervals import format_duration
-from incidents.models import IncidentReport
+from incidents.models import Incident, IncidentReport
 from incidents.selectors import incident_durations
 
 SUBJECT = "emails/credit_notice_subject.txt"
@@ -69,55 +69,63 @@ def _number(value: Decimal) -> str:
     return number(value.normalize())
 
 
+def _incident_line(
+    incident: Incident, spans: dict[int, tuple[timedelta, datetime, datetime]], tz: ZoneInfo
+) -> IncidentLine:
+    if not incident.is_public:
+        # Internal incidents still count as downtime; their titles stay internal.
+        return IncidentLine(gettext("An unlisted incident"), "", _local(incident.started_at, tz), "", "")
+    end = incident.resolved_at
+    total = incident_durations(incident=incident).total
+    url = f"{settings.SITE_URL}/incidents/{incident.public_id}/"
+    yours, yours_from, yours_to = "", "", ""
+    span = spans.get(incident.pk)
+    if span is not None and format_duration(span[0]) != format_duration(total):
+        yours = format_duration(span[0])
+        yours_from, yours_to = _local(span[1], tz), _local(span[2], tz)
+    report = IncidentReport.objects.filter(
+        incident=incident, status=IncidentReport.Status.PUBLISHED, published_at__isnull=False
+    ).first()
+    open_for = format_duration(end - incident.started_at) if end else ""
+    return IncidentLine(
+        title=incident.title,
+        url=url,
+        started=_local(incident.started_at, tz),
+        ended=_local(end, tz),
+        duration=format_duration(total) if end else "",
+        open_for=open_for if open_for != format_duration(total) else "",
+        yours=yours,
+        yours_from=yours_from,
+        yours_to=yours_to,
+        report_url=url if report else "",
+        summary=_sentences(report.summary) if report else "",
+        root_cause=_sentences(report.root_cause) if report else "",
+        prevention=_sentences(report.remediation) if report else "",
+    )
+
+
+def _term(notice: CreditNotice) -> tuple[int, date | None, date | None]:
+    """The days credited, and the term's end before and after them (the customer's term
+    already moved once the notice was sent)."""
+    days = int(notice.credit) if notice.unit == CreditNotice.Unit.DAYS else 0
+    term_before: date | None = notice.customer.term_end_date
+    if notice.term_extended_at is not None and term_before is not None:
+        term_before = term_before - timedelta(days=days)
+    term_after = term_before + timedelta(days=days) if term_before is not None else None
+    return days, term_before, term_after
+
+
 def notice_context(notice: CreditNotice) -> dict[str, Any]:
     policy, customer = notice.policy, notice.customer
     tz = ZoneInfo(policy.time_zone)
     period = sla.Period.parse(notice.period)
-    incidents = []
     spans = selectors.notice_breakdown(notice).incident_spans()
     # .all() so a caller's prefetch (ordered by start) is used; sorted again to be sure.
-    for incident in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk)):
-        if not incident.is_public:
-            # Internal incidents still count as downtime; their titles stay internal.
-            incidents.append(
-                IncidentLine(gettext("An unlisted incident"), "", _local(incident.started_at, tz), "", "")
-            )
-            continue
-        end = incident.resolved_at
-        total = incident_durations(incident=incident).total
-        url = f"{settings.SITE_URL}/incidents/{incident.public_id}/"
-        yours, yours_from, yours_to = "", "", ""
-        span = spans.get(incident.pk)
-        if span is not None and format_duration(span[0]) != format_duration(total):
-            yours = format_duration(span[0])
-            yours_from, yours_to = _local(span[1], tz), _local(span[2], tz)
-        report = IncidentReport.objects.filter(
-            incident=incident, status=IncidentReport.Status.PUBLISHED, published_at__isnull=False
-        ).first()
-        incidents.append(
-            IncidentLine(
-                title=incident.title,
-                url=url,
-                started=_local(incident.started_at, tz),
-                ended=_local(end, tz),
-                duration=format_duration(total) if end else "",
-                open_for=format_duration(end - incident.started_at)
-                if end and format_duration(end - incident.started_at) != format_duration(total)
-                else "",
-                yours=yours,
-                yours_from=yours_from,
-                yours_to=yours_to,
-                report_url=url if report else "",
-                summary=_sentences(report.summary) if report else "",
-                root_cause=_sentences(report.root_cause) if report else "",
-                prevention=_sentences(report.remediation) if report else "",
-            )
-        )
-    days = int(notice.credit) if notice.unit == CreditNotice.Unit.DAYS else 0
-    term_before: date | None = customer.term_end_date
-    if notice.term_extended_at is not None and term_before is not None:
-        term_before = term_before - timedelta(days=days)
-    term_after = term_before + timedelta(days=days) if term_before is not None else None
+    incidents = [
+        _incident_line(incident, spans, tz)
+        for incident in sorted(notice.incidents.all(), key=lambda i: (i.started_at, i.pk))
+    ]
+    days, term_before, term_after = _term(notice)
     uptime = notice.uptime_percent.quantize(Decimal("0.01"), rounding=ROUND_DOWN)
     return {
         "language": translation.get_language(),

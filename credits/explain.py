@@ -1,10 +1,9 @@
 """Why a notice says what it says: every impact window, counted or not, and its minutes.
 
-Pure: no ORM. It follows `credits.sla.weighted_downtime` rule by rule (see that module's
-doc) and additionally attributes each weighted minute to exactly one window, so that the
-counted windows' minutes add up to the notice's downtime. Where windows overlap, a minute
-goes to the heaviest window covering it (the lowest id among equals): the overlap is not
-charged twice, and the breakdown says which window got it.
+Pure: no ORM. It follows `credits.sla.weighted_downtime` rule by rule and charges each
+weighted minute to exactly one window (the heaviest covering it, the lowest id among
+equals), so the counted windows add up to the notice's downtime. See
+docs/adr/0007-sla-credits.md.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
-from itertools import pairwise
 
 from credits import sla
 from incidents.intervals import Interval, merge
@@ -48,7 +46,6 @@ class WindowLine:
     weight: Decimal
     reason: str  # COUNTED or why not
     minutes: Decimal  # weighted minutes charged to this window (exact); 0 unless counted
-    clipped_minutes: Decimal  # its own length inside the month (unweighted, exact)
 
     @property
     def level_label(self) -> str:
@@ -89,6 +86,9 @@ class Breakdown:
         return out
 
 
+_Candidate = tuple[WindowInput, Interval, Decimal]  # a window that may count, its span, weight
+
+
 def explain(
     windows: Iterable[WindowInput],
     policy: sla.Policy,
@@ -99,73 +99,91 @@ def explain(
     start, end = period.bounds(policy.time_zone)
     horizon = min(end, now) if now is not None else end
     lines: dict[int, dict[str, object]] = {}
-    candidates: list[tuple[WindowInput, Interval, Decimal]] = []
-    order: list[int] = []
+    candidates: list[_Candidate] = []
     for w in windows:
-        o = w.outage
-        weight = policy.weight(o.level)
-        stop = o.end if o.end is not None else horizon
-        base: dict[str, object] = {
-            "id": w.id,
-            "product": w.product,
-            "location": w.location,
-            "level": o.level,
-            "incident_id": o.incident_id,
-            "weight": weight,
-            "minutes": Decimal(0),
-        }
-        order.append(w.id)
-        clip = Interval(o.start, stop).clip(start, end) if stop > o.start else None
-        base["start"] = clip.start if clip else o.start
-        base["end"] = clip.end if clip else o.end
-        base["clipped_minutes"] = sla._minutes(clip.duration) if clip else Decimal(0)
-        lines[w.id] = base
-        if not w.entitled:
-            base["reason"] = NOT_ENTITLED
-        elif o.maintenance and policy.exclude_maintenance:
-            base["reason"] = MAINTENANCE
-        elif weight <= 0:
-            base["reason"] = ZERO_WEIGHT
-        elif stop <= o.start:
-            base["reason"] = EMPTY
-        else:
-            base["reason"] = OUTSIDE if clip is None else COUNTED
-            candidates.append((w, Interval(o.start, stop), weight))
-
-    # The blip rule looks at whole merged stretches, before clipping (sla rule 4): a window
-    # outside the month still counts towards its stretch's length.
-    minimum = timedelta(minutes=policy.min_downtime_minutes)
-    stretches = merge(iv for _, iv, _ in candidates)
-    long_enough = [s for s in stretches if s.duration >= minimum]
-    total = Decimal(0)
+        lines[w.id], candidate = _line(w, policy, start=start, end=end, horizon=horizon)
+        if candidate is not None:
+            candidates.append(candidate)
+    # A window outside the month still counts towards its stretch's length.
+    long_enough = sla.long_stretches((iv for _, iv, _ in candidates), policy.min_downtime_minutes)
     for w, iv, _ in candidates:
         if lines[w.id]["reason"] == COUNTED and not any(
             s.start <= iv.start and iv.end <= s.end for s in long_enough
         ):
             lines[w.id]["reason"] = BLIP
-    for stretch in long_enough:
-        clipped = stretch.clip(start, end)
-        if clipped is None:
-            continue
-        pieces = []
-        for w, iv, weight in candidates:
-            piece = iv.clip(clipped.start, clipped.end)
-            if piece is not None:
-                pieces.append((piece, weight, w.id))
-        cuts = sorted({p.start for p, _, _ in pieces} | {p.end for p, _, _ in pieces})
-        for lo, hi in pairwise(cuts):
-            covering = [(w, wid) for p, w, wid in pieces if p.start <= lo and hi <= p.end]
-            if not covering:
-                continue
-            heaviest = max(w for w, _ in covering)
-            owner = min(wid for w, wid in covering if w == heaviest)
-            minutes = sla._minutes(hi - lo) * heaviest
-            lines[owner]["minutes"] = lines[owner]["minutes"] + minutes  # type: ignore[operator]
-            total += minutes
-    built = [WindowLine(**lines[i]) for i in order]  # type: ignore[arg-type]
-    built.sort(key=lambda line: (line.start, line.id))
+    total = _charge(lines, candidates, long_enough, start=start, end=end)
+    built = sorted((WindowLine(**line) for line in lines.values()), key=lambda line: (line.start, line.id))  # type: ignore[arg-type]
     return Breakdown(
         counted=tuple(line for line in built if line.counted),
         not_counted=tuple(line for line in built if not line.counted),
         total=total,
     )
+
+
+def _line(
+    w: WindowInput, policy: sla.Policy, *, start: datetime, end: datetime, horizon: datetime
+) -> tuple[dict[str, object], _Candidate | None]:
+    """The window's line (its reason provisional: the blip rule needs every window), and
+    the window as a candidate when it may count."""
+    o = w.outage
+    weight = policy.weight(o.level)
+    stop = o.end if o.end is not None else horizon
+    clip = Interval(o.start, stop).clip(start, end) if stop > o.start else None
+    reason = _reason(w, policy, weight=weight, stop=stop, clip=clip)
+    line: dict[str, object] = {
+        "id": w.id,
+        "product": w.product,
+        "location": w.location,
+        "level": o.level,
+        "incident_id": o.incident_id,
+        "weight": weight,
+        "minutes": Decimal(0),
+        "start": clip.start if clip else o.start,
+        "end": clip.end if clip else o.end,
+        "reason": reason,
+    }
+    candidate = (w, Interval(o.start, stop), weight) if reason in (COUNTED, OUTSIDE) else None
+    return line, candidate
+
+
+def _reason(
+    w: WindowInput, policy: sla.Policy, *, weight: Decimal, stop: datetime, clip: Interval | None
+) -> str:
+    o = w.outage
+    if not w.entitled:
+        return NOT_ENTITLED
+    if o.maintenance and policy.exclude_maintenance:
+        return MAINTENANCE
+    if weight <= 0:
+        return ZERO_WEIGHT
+    if stop <= o.start:
+        return EMPTY
+    return OUTSIDE if clip is None else COUNTED
+
+
+def _charge(
+    lines: dict[int, dict[str, object]],
+    candidates: list[_Candidate],
+    long_enough: list[Interval],
+    *,
+    start: datetime,
+    end: datetime,
+) -> Decimal:
+    """Charge each weighted minute of the month to one window; the total."""
+    total = Decimal(0)
+    for stretch in long_enough:
+        clipped = stretch.clip(start, end)
+        if clipped is None:
+            continue
+        pieces = [
+            (p, weight, w.id)
+            for w, iv, weight in candidates
+            if (p := iv.clip(clipped.start, clipped.end)) is not None
+        ]
+        for lo, hi, covering in sla.covered_segments(pieces):
+            heaviest = max(weight for weight, _ in covering)
+            owner = min(wid for weight, wid in covering if weight == heaviest)
+            minutes = sla._minutes(hi - lo) * heaviest
+            lines[owner]["minutes"] = lines[owner]["minutes"] + minutes  # type: ignore[operator]
+            total += minutes
+    return total

@@ -219,8 +219,6 @@ class CreditNotice(models.Model):
 
     Unit = CreditUnit
 
-    FINAL_STATES = (NoticeState.SENT, NoticeState.CANCELLED)
-
     customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="notices")
     policy = models.ForeignKey(SLAPolicy, on_delete=models.PROTECT, related_name="notices")
     period = models.CharField(max_length=7, help_text="YYYY-MM")

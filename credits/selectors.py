@@ -1,16 +1,7 @@
 """Reads of the credits domain: who is affected by which impact, and notice lists.
 
-Location rule (who a location-scoped window affects). Locations form a tree
-(global > region > zone). A window on product P:
-
-- with no location affects every customer entitled to P;
-- in location L affects a customer entitled to P with no location (the product
-  everywhere), or entitled to P in L itself, in a place inside L (a region-wide outage
-  hits each of its zones), or in a place containing L (a customer using the whole region
-  runs in that zone too).
-
-Sibling zones are unaffected: a us-central1-b outage does not touch a us-central1-a
-customer.
+Which customers a location-scoped window affects (the location tree rule, in
+`window_affects`) is described in docs/adr/0007-sla-credits.md.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from credits import explain, sla
-from credits.models import CreditNotice, CustomerEntitlement, SLAPolicy
+from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, SLAPolicy
 from incidents.models import ImpactWindow, Incident, Location, Product
 
 
@@ -99,7 +90,10 @@ def windows_for_period(*, start: datetime, end: datetime) -> list[WindowRow]:
 def window_affects(
     window: WindowRow, *, location_id: int | None, relatives: dict[int, frozenset[int]]
 ) -> bool:
-    """Does `window` affect an entitlement at `location_id` (same product)? See module doc."""
+    """Does `window` affect an entitlement at `location_id` (same product)? A window with
+    no location, or an entitlement to the product everywhere, always; otherwise when the
+    entitlement is in the window's location, inside it or containing it, never in a
+    sibling (a us-central1-b outage does not touch a us-central1-a customer)."""
     if window.location_id is None or location_id is None:
         return True
     return location_id in relatives.get(window.location_id, frozenset({window.location_id}))
@@ -137,8 +131,32 @@ def notices_for_period(*, period: str, states: list[str] | None = None) -> Query
     return qs.order_by("customer__name", "customer_id", "policy_id")
 
 
-def notice_incidents(notice: CreditNotice) -> QuerySet[Incident]:
-    return notice.incidents.order_by("started_at", "id")
+def notice_periods(limit: int = 36) -> list[str]:
+    """The months that have notices, latest first."""
+    return list(CreditNotice.objects.order_by("-period").values_list("period", flat=True).distinct()[:limit])
+
+
+def policies_by_name() -> list[SLAPolicy]:
+    return list(SLAPolicy.objects.order_by("name"))
+
+
+def audit_entries(
+    *, period: str = "", notice: CreditNotice | None = None, limit: int = 30
+) -> list[CreditAuditEntry]:
+    """The latest audit entries of a month (with each entry's notice and customer), or of one notice."""
+    if notice is not None:
+        return list(notice.audit_entries.all()[:limit])
+    return list(CreditAuditEntry.objects.filter(period=period).select_related("notice__customer")[:limit])
+
+
+def notice_ids_selected(*, period: str = "", ids: Iterable[int] = ()) -> tuple[int, ...]:
+    """The ids of the notices of `period` and among `ids` (each only when given)."""
+    queryset = CreditNotice.objects.all()
+    if period:
+        queryset = queryset.filter(period=period)
+    if ids:
+        queryset = queryset.filter(pk__in=ids)
+    return tuple(queryset.values_list("pk", flat=True))
 
 
 def notice_breakdown(notice: CreditNotice) -> explain.Breakdown:

@@ -1,34 +1,19 @@
-"""Contractual SLA arithmetic. Pure: no ORM, no settings, Decimal throughout.
+"""Contractual SLA arithmetic: calendar periods, weighted downtime, uptime, tiers, credits.
 
-Rules (DESIGN.md section 4), in the order they apply:
-
-1. The measurement period is a calendar month in the policy's time zone, so a month with
-   a DST change is one hour shorter (spring) or longer (autumn) than its days suggest.
-2. Windows of scheduled maintenance are dropped when the policy excludes maintenance.
-   Levels with weight 0 never count.
-3. Overlapping or touching counted windows are merged into outage stretches: a minute is
-   down once, however many incidents, products or locations cover it.
-4. A stretch shorter than the policy's minimum downtime period is a blip and is dropped
-   whole. The rule looks at the whole stretch, before clipping to the month, so an
-   outage that crosses midnight at the month's end is not turned into two blips.
-5. Stretches are clipped to the month. Inside a stretch each instant weighs as the
-   heaviest level covering it (major outage 1, partial outage e.g. 0.3).
-6. uptime % = 100 x (period - weighted downtime) / period, computed exactly. Tiers are
-   strict "less than" bands on the exact value: exactly 99.9 % earns nothing under
-   "< 99.9 %". The most severe matching tier wins; the credit is then capped.
-7. Rounding happens only for display and storage, explicitly: downtime minutes to 0.01
-   (half up), the uptime percentage truncated to 4 places (never shown higher than it
-   is, so a reported 99.90 % cannot carry a "< 99.9 %" credit), money to cents (half up).
+Pure: no ORM, no settings, `Decimal` throughout, intervals half-open. The rules and the
+order they apply in (maintenance, weights, merging, the minimum-downtime rule, strict
+tiers, explicit rounding) are in docs/adr/0007-sla-credits.md.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from itertools import pairwise
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from incidents.intervals import Interval, merge
@@ -37,6 +22,8 @@ HUNDRED = Decimal(100)
 SECONDS_PER_MINUTE = Decimal(60)
 UNIT_DAYS = "days"
 UNIT_PERCENT = "percent"
+
+Tag = TypeVar("Tag")
 
 _PERIOD = re.compile(r"^(\d{4})-(\d{2})$")
 
@@ -144,6 +131,7 @@ def _minutes(delta: timedelta) -> Decimal:
 
 
 def truncate_percent(value: Decimal, places: int = 4) -> Decimal:
+    # Truncated, never rounded up: a reported 99.90 % cannot carry a "< 99.9 %" credit.
     return value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN)
 
 
@@ -155,6 +143,7 @@ def credit_for(
     uptime: Decimal, tiers: Sequence[Tier], cap: Decimal | None = None
 ) -> tuple[Tier | None, Decimal]:
     """The most severe tier whose band the uptime is strictly below, and its capped credit."""
+    # Strict bands on the exact value: exactly 99.9 % earns nothing under "< 99.9 %".
     matching = [t for t in tiers if uptime < t.below]
     if not matching:
         return None, Decimal(0)
@@ -163,41 +152,59 @@ def credit_for(
     return tier, credit
 
 
+def _counted(
+    outages: Iterable[Outage], policy: Policy, horizon: datetime
+) -> list[tuple[Interval, Decimal, int | None]]:
+    """The outages that count under `policy`, with their weights; an ongoing one runs to
+    `horizon`."""
+    counted = []
+    for outage in outages:
+        if outage.maintenance and policy.exclude_maintenance:
+            continue
+        weight = policy.weight(outage.level)
+        stop = outage.end if outage.end is not None else horizon
+        if weight > 0 and stop > outage.start:
+            counted.append((Interval(outage.start, stop), weight, outage.incident_id))
+    return counted
+
+
+def long_stretches(intervals: Iterable[Interval], minimum_minutes: int) -> list[Interval]:
+    """Merged stretches of downtime at least `minimum_minutes` long. Judged on the whole
+    stretch, before clipping to the month: an outage across the month's end is not two
+    blips."""
+    minimum = timedelta(minutes=minimum_minutes)
+    return [s for s in merge(intervals) if s.duration >= minimum]
+
+
+def covered_segments(
+    pieces: Sequence[tuple[Interval, Decimal, Tag]],
+) -> Iterator[tuple[datetime, datetime, list[tuple[Decimal, Tag]]]]:
+    """The elementary segments between all boundaries of `pieces` that some piece covers,
+    each with the (weight, tag) of every piece covering it."""
+    cuts = sorted({p.start for p, _, _ in pieces} | {p.end for p, _, _ in pieces})
+    for lo, hi in pairwise(cuts):
+        covering = [(w, tag) for p, w, tag in pieces if p.start <= lo and hi <= p.end]
+        if covering:
+            yield lo, hi, covering
+
+
 def weighted_downtime(
     outages: Iterable[Outage], policy: Policy, *, start: datetime, end: datetime, now: datetime | None = None
 ) -> tuple[Decimal, tuple[int, ...]]:
     """Weighted downtime minutes inside [start, end) and the incidents that contributed."""
     horizon = min(end, now) if now is not None else end
-    counted: list[tuple[Interval, Decimal, int | None]] = []
-    for outage in outages:
-        if outage.maintenance and policy.exclude_maintenance:
-            continue
-        weight = policy.weight(outage.level)
-        if weight <= 0:
-            continue
-        stop = outage.end if outage.end is not None else horizon
-        if stop <= outage.start:
-            continue
-        counted.append((Interval(outage.start, stop), weight, outage.incident_id))
-    if not counted:
-        return Decimal(0), ()
-
-    minimum = timedelta(minutes=policy.min_downtime_minutes)
-    stretches = [s for s in merge(iv for iv, _, _ in counted) if s.duration >= minimum]
+    counted = _counted(outages, policy, horizon)
     total = Decimal(0)
     incidents: set[int] = set()
-    for stretch in stretches:
+    for stretch in long_stretches((iv for iv, _, _ in counted), policy.min_downtime_minutes):
         clipped = stretch.clip(start, end)
         if clipped is None:
             continue
-        inside = [(iv.clip(clipped.start, clipped.end), w, inc) for iv, w, inc in counted]
-        pieces = [(iv, w, inc) for iv, w, inc in inside if iv is not None]
-        # Elementary segments between all boundaries; each weighs as its heaviest cover.
-        cuts = sorted({p.start for p, _, _ in pieces} | {p.end for p, _, _ in pieces})
-        for lo, hi in pairwise(cuts):
-            covering = [(w, inc) for p, w, inc in pieces if p.start <= lo and hi <= p.end]
-            if not covering:
-                continue
+        pieces = [
+            (p, w, inc) for iv, w, inc in counted if (p := iv.clip(clipped.start, clipped.end)) is not None
+        ]
+        # A minute covered by several windows is down once, at the heaviest level.
+        for lo, hi, covering in covered_segments(pieces):
             total += _minutes(hi - lo) * max(w for w, _ in covering)
             incidents.update(inc for _, inc in covering if inc is not None)
     return total, tuple(sorted(incidents))

@@ -84,7 +84,7 @@ def test_it_gives_the_2009_gmail_outage_99_79_percent_and_3_days(
     with django_capture_on_commit_callbacks(execute=True):
         again = services.credits_approve_and_send(confirmed=True, notices=[notice], actor=alice)
     assert (again.queued, again.skipped) == (0, 1)
-    services._on_notice_sent(notice.message)  # type: ignore[arg-type]
+    services.delivery._on_notice_sent(notice.message)  # type: ignore[arg-type]
     again_summary = services.credits_compute(period="2009-09")
     assert (again_summary.created, again_summary.updated, again_summary.kept_final) == (0, 0, 1)
     acme.refresh_from_db()

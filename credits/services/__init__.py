@@ -1,0 +1,50 @@
+"""Writes of the credits domain, by step: customers and policies, computing a month's
+notices, approving them (one outbox email each), cancelling and delivery, the audit log.
+See docs/adr/0007-sla-credits.md. Outside code imports from here."""
+
+from __future__ import annotations
+
+from credits.services.approve import SendSummary, credits_approve_and_send
+from credits.services.compute import ComputeSummary, credits_compute
+from credits.services.customers import (
+    CUSTOMER_FIELDS,
+    ENTITLEMENT_FIELDS,
+    clean_customer_name,
+    customer_create,
+    customer_entitle,
+    customer_unentitle,
+    customer_update,
+)
+from credits.services.delivery import credits_cancel, register_outbox_handlers
+from credits.services.policies import (
+    POLICY_FIELDS,
+    POLICY_WEIGHT_FIELDS,
+    clean_time_zone,
+    policy_create,
+    policy_set_tiers,
+    policy_update,
+    policy_weights,
+)
+
+__all__ = [
+    "CUSTOMER_FIELDS",
+    "ENTITLEMENT_FIELDS",
+    "POLICY_FIELDS",
+    "POLICY_WEIGHT_FIELDS",
+    "ComputeSummary",
+    "SendSummary",
+    "clean_customer_name",
+    "clean_time_zone",
+    "credits_approve_and_send",
+    "credits_cancel",
+    "credits_compute",
+    "customer_create",
+    "customer_entitle",
+    "customer_unentitle",
+    "customer_update",
+    "policy_create",
+    "policy_set_tiers",
+    "policy_update",
+    "policy_weights",
+    "register_outbox_handlers",
+]
