@@ -148,7 +148,9 @@ def complex_functions(paths: list[Path]) -> list[str]:
         for block in cc_visit(path.read_text()):
             if cc_rank(block.complexity) >= "D":
                 name = path.relative_to(ROOT)
-                found.append(f"{name}:{block.lineno} {block.name}: {cc_rank(block.complexity)} ({block.complexity})")
+                found.append(
+                    f"{name}:{block.lineno} {block.name}: {cc_rank(block.complexity)} ({block.complexity})"
+                )
     return found
 
 
@@ -164,7 +166,7 @@ def dead_code(paths: list[Path]) -> list[str]:
 
 
 def main() -> int:
-    app = list(python_files(ROOMS)) + [ROOT / "manage.py"]
+    app = [*python_files(ROOMS), ROOT / "manage.py"]
     scripts = list(python_files(SCRIPTS))
     failures = size_violations(app + scripts)
     graded = complex_functions(app)
