@@ -264,15 +264,6 @@ def _subscriber_specs(
     return specs
 
 
-def fan_out(*, message: EventMessage, incident: Incident, products: list[Product]) -> int:
-    """Queue the event for every recipient at once (small lists, tests); returns the count."""
-    subscribers = list(recipients(incident=incident, products=products))
-    messages_enqueue_many(
-        _subscriber_specs(message=message, subscribers=subscribers, template="subscription_notification")
-    )
-    return len(subscribers)
-
-
 def _record_event(
     *,
     event: Event,
