@@ -15,12 +15,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from outbox import conf, delivery
-from outbox.models import AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
+from outbox.models import FINAL_STATES, AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
 from outbox.services.claim import Claim
 from outbox.services.handlers import run_handler, run_sent_handlers
-
-# States a row reaches for good: only possible meanwhile if our lease ran out.
-_FINISHED = (MessageState.SENT, MessageState.CANCELLED, MessageState.FAILED, MessageState.REVIEW)
 
 
 def backoff_delay(attempt: int, *, rng: random.Random | None = None) -> float:
@@ -134,7 +131,8 @@ def _sort_results(
             # Marked sent by this batch the moment it went out; now its handlers.
             row.handlers_pending = False
             out.add_sent(row, attempt, result)
-        elif row.state in _FINISHED:
+        elif row.state in FINAL_STATES:
+            # Someone else finished it meanwhile (only possible after our lease ran out).
             out.singles.append((row, attempt, result, True))
         elif result.outcome == delivery.SENT:
             row.state = MessageState.SENT
