@@ -1,18 +1,7 @@
-"""The transports: send emails (a batch over one SMTP session) or one webhook, and classify.
+"""The transports: send emails (a batch over one SMTP session) or one webhook, and classify
+each message's outcome as a `Result`. Nothing here touches the database.
 
-Nothing here touches the database. Each message gets a `Result`:
-
-- SENT: the receiver took it.
-- TRANSIENT: this message was refused for now (a recipient answered 4xx); retry it later,
-  spending one of its attempts.
-- PERMANENT: refused for good (SMTP 5xx, HTTP 4xx); fail at once.
-- OUTAGE: the destination itself is unavailable (connection refused or timed out, 421,
-  a 4xx to MAIL, HTTP 5xx/429): the breaker counts it and the message keeps its attempts.
-- AMBIGUOUS: the connection died after the whole message (or webhook body) was sent and
-  before the reply: the receiver may have it.
-
-In a batch, a message that was not tried (the session died before its turn) has no
-result (None), and goes back unchanged.
+See docs/adr/0002-outbox.md.
 """
 
 from __future__ import annotations
@@ -46,6 +35,12 @@ from outbox import conf
 if TYPE_CHECKING:
     from outbox.models import OutboundMessage
 
+# SENT: the receiver took it. TRANSIENT: refused for now (a recipient answered 4xx), retried
+# later at the cost of one attempt. PERMANENT: refused for good (SMTP 5xx, HTTP 4xx).
+# OUTAGE: the destination itself is unavailable (refused or timed out, 421, a 4xx to MAIL,
+# HTTP 5xx/429): the breaker counts it and the message keeps its attempt. AMBIGUOUS: the
+# connection died after the whole message was sent and before the reply: the receiver may
+# have it. In a batch, a message not tried (the session died first) has no result (None).
 SENT, TRANSIENT, PERMANENT, OUTAGE, AMBIGUOUS = "sent", "transient", "permanent", "outage", "ambiguous"
 
 SMTP_DESTINATION = "smtp"
@@ -375,84 +370,110 @@ def send_email_batch(
     early and gives the rest back rather than let another worker reclaim them mid-send.
     """
     if not _smtp_backend_in_use():
-        results: list[Result | None] = [None] * len(messages)
-        for index, message in enumerate(messages):
-            if index and deadline is not None and time.monotonic() > deadline:
-                break
-            result = _send_with_backend(message)
-            results[index] = result
-            if on_sent is not None and result.outcome == SENT:
-                on_sent(index)
-        return results
-    results = [None] * len(messages)
-    session: smtplib.SMTP | None = None
-    reused = False
-    exchanged = False  # any command answered on this session in this batch
+        return _send_each_with_backend(messages, on_sent, deadline)
+    results: list[Result | None] = [None] * len(messages)
+    batch = _SmtpBatch()
     for index, message in enumerate(messages):
-        if index and deadline is not None and time.monotonic() > deadline:
-            return results
-        envelope = email_bytes(message)
-        for try_number in (1, 2):
-            if session is None:
-                try:
-                    session, reused = _cached_session()
-                except (smtplib.SMTPException, OSError) as exc:
-                    close_cached_connection()
-                    code = exc.smtp_code if isinstance(exc, smtplib.SMTPResponseException) else None
-                    results[index] = Result(OUTAGE, code, f"connect: {_error_text(exc)}")
-                    return results
-            tracked: Any = session
-            tracked.payload_sent = False
-            try:
-                session.sendmail(*envelope)
-            except smtplib.SMTPRecipientsRefused as exc:
-                exchanged = True
-                codes = [code for code, _ in exc.recipients.values()]
-                # A recipient refused with 4xx (mailbox busy, greylisting) may be accepted later.
-                code = min(codes) if codes and min(codes) < 500 else (max(codes) if codes else 550)
-                detail = "; ".join(
-                    f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items()
-                )
-                results[index] = _classify_smtp_code(code, f"recipient refused: {detail}")
-            except smtplib.SMTPResponseException as exc:
-                code = exc.smtp_code
-                if code == 421 and try_number == 1 and reused and not exchanged:
-                    # The server closed our idle session (421 timeout) before this message
-                    # started: nothing was sent on it, so a new session costs no attempt.
-                    close_cached_connection()
-                    session = None
-                    continue
-                exchanged = True
-                if code == 421 or (400 <= code < 500 and not isinstance(exc, smtplib.SMTPDataError)):
-                    # The server as a whole says "not now" (closing, or refusing MAIL).
-                    close_cached_connection()
-                    results[index] = Result(OUTAGE, code, _error_text(exc))
-                    return results
-                # An explicit answer about this message; the session stays usable (smtplib
-                # sent RSET).
-                results[index] = _classify_smtp_code(code, _error_text(exc))
-            except (smtplib.SMTPException, OSError) as exc:
-                close_cached_connection()
-                session = None
-                if tracked.payload_sent:
-                    results[index] = Result(
-                        AMBIGUOUS, None, f"connection lost after DATA: {_error_text(exc)}"
-                    )
-                    return results
-                if try_number == 1 and reused and not exchanged:
-                    # The server closed our idle session before this message started; nothing
-                    # was sent on it, so one immediate try on a new session costs no attempt.
-                    continue
-                results[index] = Result(OUTAGE, None, _error_text(exc))
-                return results
-            else:
-                exchanged = True
-                results[index] = Result(SENT)
-                if on_sent is not None:
-                    on_sent(index)
+        if _past_deadline(index, deadline):
             break
+        result = results[index] = batch.send(email_bytes(message))
+        if result.outcome in (OUTAGE, AMBIGUOUS):
+            break
+        if on_sent is not None and result.outcome == SENT:
+            on_sent(index)
         _cache.last_used = time.monotonic()
     return results
+
+
+def _past_deadline(index: int, deadline: float | None) -> bool:
+    # The first message always goes: a batch makes progress however late it starts.
+    return bool(index) and deadline is not None and time.monotonic() > deadline
+
+
+def _send_each_with_backend(
+    messages: Sequence[OutboundMessage], on_sent: Callable[[int], None] | None, deadline: float | None
+) -> list[Result | None]:
+    results: list[Result | None] = [None] * len(messages)
+    for index, message in enumerate(messages):
+        if _past_deadline(index, deadline):
+            break
+        result = results[index] = _send_with_backend(message)
+        if on_sent is not None and result.outcome == SENT:
+            on_sent(index)
+    return results
+
+
+class _SmtpBatch:
+    """One batch's use of the cached SMTP session: which session, and what it has seen."""
+
+    def __init__(self) -> None:
+        self.session: smtplib.SMTP | None = None
+        self.reused = False
+        self.exchanged = False  # any command answered on this session in this batch
+
+    def send(self, envelope: tuple[str, list[str], bytes]) -> Result:
+        result = self._try(envelope, first=True)
+        if result is None:
+            # The server closed our idle session before this message started; nothing was
+            # sent on it, so one immediate try on a new session costs no attempt.
+            close_cached_connection()
+            self.session = None
+            result = self._try(envelope, first=False)
+            assert result is not None  # only a first try asks for another
+        return result
+
+    def _stale(self, first: bool) -> bool:
+        return first and self.reused and not self.exchanged
+
+    def _try(self, envelope: tuple[str, list[str], bytes], *, first: bool) -> Result | None:
+        """The message's outcome, or None to try once more on a new session."""
+        if self.session is None:
+            try:
+                self.session, self.reused = _cached_session()
+            except (smtplib.SMTPException, OSError) as exc:
+                close_cached_connection()
+                code = exc.smtp_code if isinstance(exc, smtplib.SMTPResponseException) else None
+                return Result(OUTAGE, code, f"connect: {_error_text(exc)}")
+        tracked: Any = self.session
+        tracked.payload_sent = False
+        try:
+            self.session.sendmail(*envelope)
+        except smtplib.SMTPRecipientsRefused as exc:
+            self.exchanged = True
+            return _recipients_refused(exc)
+        except smtplib.SMTPResponseException as exc:
+            if exc.smtp_code == 421 and self._stale(first):
+                return None  # the idle session timed out (421) before this message
+            self.exchanged = True
+            return _answered(exc)
+        except (smtplib.SMTPException, OSError) as exc:
+            if tracked.payload_sent:
+                close_cached_connection()
+                return Result(AMBIGUOUS, None, f"connection lost after DATA: {_error_text(exc)}")
+            if self._stale(first):
+                return None
+            close_cached_connection()
+            return Result(OUTAGE, None, _error_text(exc))
+        self.exchanged = True
+        return Result(SENT)
+
+
+def _recipients_refused(exc: smtplib.SMTPRecipientsRefused) -> Result:
+    codes = [code for code, _ in exc.recipients.values()]
+    # A recipient refused with 4xx (mailbox busy, greylisting) may be accepted later.
+    code = min(codes) if codes and min(codes) < 500 else (max(codes) if codes else 550)
+    detail = "; ".join(f"{rcpt}: {c} {m.decode(errors='replace')}" for rcpt, (c, m) in exc.recipients.items())
+    return _classify_smtp_code(code, f"recipient refused: {detail}")
+
+
+def _answered(exc: smtplib.SMTPResponseException) -> Result:
+    code = exc.smtp_code
+    if code == 421 or (400 <= code < 500 and not isinstance(exc, smtplib.SMTPDataError)):
+        # The server as a whole says "not now" (closing, or refusing MAIL).
+        close_cached_connection()
+        return Result(OUTAGE, code, _error_text(exc))
+    # An explicit answer about this message; the session stays usable (smtplib sent RSET).
+    return _classify_smtp_code(code, _error_text(exc))
 
 
 def _send_with_backend(message: OutboundMessage) -> Result:
@@ -464,12 +485,6 @@ def _send_with_backend(message: OutboundMessage) -> Result:
     if not sent:
         return Result(TRANSIENT, None, "the email backend reported nothing sent")
     return Result(SENT)
-
-
-def send_email(message: OutboundMessage) -> Result:
-    result = send_email_batch([message])[0]
-    assert result is not None  # a batch of one always tries its message
-    return result
 
 
 # --- Webhooks ---------------------------------------------------------------------------------

@@ -1,9 +1,7 @@
-"""The outbox: one durable row per email or webhook delivery.
+"""The outbox's tables: one durable row per email or webhook, written in the caller's
+transaction; the database, not the broker, says what is still to deliver.
 
-A row is written in the caller's transaction, so the side effect exists exactly when the
-business change that caused it exists. Celery only carries the row id; the database is the
-source of truth for what still has to be delivered (a flushed or restarted Redis loses
-nothing, the sweeper re-enqueues from here).
+See docs/adr/0002-outbox.md.
 """
 
 from __future__ import annotations
@@ -149,10 +147,6 @@ class OutboundMessage(models.Model):
     def __str__(self) -> str:
         target = ", ".join(self.to) if self.channel == Channel.EMAIL else self.url
         return f"{self.get_channel_display()} {self.purpose or '-'} to {target} ({self.state})"
-
-    @property
-    def is_final(self) -> bool:
-        return self.state in FINAL_STATES
 
     def content(self) -> tuple[str, str, str]:
         """(subject, text, html) as sent: the own fields, or the shared body filled in.

@@ -48,7 +48,7 @@ def recorded() -> Iterator[dict[str, list[int]]]:
         on_failed=lambda m: calls["failed"].append(m.pk),
     )
     yield calls
-    services._handlers.pop("test", None)
+    services.handlers._handlers.pop("test", None)
 
 
 def test_it_delivers_once_after_commit_with_stable_message_id(
@@ -372,7 +372,7 @@ def test_it_keeps_a_message_sent_when_the_handler_breaks(
         with django_capture_on_commit_callbacks(execute=True):
             message = _enqueue(purpose="broken")
     finally:
-        services._handlers.pop("broken", None)
+        services.handlers._handlers.pop("broken", None)
     message.refresh_from_db()
     assert message.state == MessageState.SENT  # never sent twice because of a handler bug
     assert message.ref == "ref:1"  # the handler's partial work was rolled back
@@ -518,7 +518,7 @@ def test_it_commits_quickly_and_leaves_delivery_to_the_sweeper_when_the_broker_i
     app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
     app._pool = None  # type: ignore[attr-defined]
     app.amqp._producer_pool = None  # type: ignore[attr-defined]
-    services._broker_down_until = 0.0
+    services.kicks._broker_down_until = 0.0
     try:
         started = time.monotonic()
         with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
@@ -529,7 +529,7 @@ def test_it_commits_quickly_and_leaves_delivery_to_the_sweeper_when_the_broker_i
         app.conf.broker_url, app.conf.task_always_eager, app.conf.broker_transport_options = saved  # type: ignore[misc]
         app._pool = None  # type: ignore[attr-defined]
         app.amqp._producer_pool = None  # type: ignore[attr-defined]
-        services._broker_down_until = 0.0
+        services.kicks._broker_down_until = 0.0
     assert elapsed < 5  # one connect timeout, not thirty
     assert OutboundMessage.objects.filter(state=MessageState.PENDING).count() == 30
     assert smtp.handler.snapshot() == []
