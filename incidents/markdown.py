@@ -418,8 +418,8 @@ def render_markdown(text: str) -> str:
         return _convert(text)
     return _convert_with_deadline(
         text,
-        cpu_seconds=float(getattr(settings, "MARKDOWN_RENDER_CPU_SECONDS", 0.2)),
-        wall_seconds=float(getattr(settings, "MARKDOWN_RENDER_TIMEOUT", 5.0)),
+        cpu_seconds=float(settings.MARKDOWN_RENDER_CPU_SECONDS),
+        wall_seconds=float(settings.MARKDOWN_RENDER_TIMEOUT),
     )
 
 

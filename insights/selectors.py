@@ -39,7 +39,7 @@ def display_weights() -> uptime.Weights:
     return uptime.Weights.of(
         major=settings.UPTIME_WEIGHT_MAJOR,
         partial=settings.UPTIME_WEIGHT_PARTIAL,
-        degraded=getattr(settings, "UPTIME_WEIGHT_DEGRADED", 0),
+        degraded=settings.UPTIME_WEIGHT_DEGRADED,
     )
 
 

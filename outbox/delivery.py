@@ -266,9 +266,9 @@ class _SSLSession(_Tracking, smtplib.SMTP_SSL):
 
 def _open_session() -> smtplib.SMTP:
     host, port = settings.EMAIL_HOST, int(settings.EMAIL_PORT)
-    timeout = getattr(settings, "EMAIL_TIMEOUT", None) or 10
+    timeout = settings.EMAIL_TIMEOUT or 10
     session: smtplib.SMTP
-    if getattr(settings, "EMAIL_USE_SSL", False):
+    if settings.EMAIL_USE_SSL:
         session = _SSLSession(
             host,
             port,
@@ -279,9 +279,9 @@ def _open_session() -> smtplib.SMTP:
     else:
         session = _Session(host, port, local_hostname=DNS_NAME.get_fqdn(), timeout=timeout)
     try:
-        if getattr(settings, "EMAIL_USE_TLS", False):
+        if settings.EMAIL_USE_TLS:
             session.starttls(context=ssl.create_default_context())
-        if getattr(settings, "EMAIL_HOST_USER", ""):
+        if settings.EMAIL_HOST_USER:
             session.login(settings.EMAIL_HOST_USER, settings.EMAIL_HOST_PASSWORD)
     except BaseException:
         with contextlib.suppress(Exception):
@@ -342,7 +342,7 @@ def _cached_session() -> tuple[smtplib.SMTP, bool]:
 
 
 def _smtp_backend_in_use() -> bool:
-    return str(getattr(settings, "EMAIL_BACKEND", "")) == "django.core.mail.backends.smtp.EmailBackend"
+    return str(settings.EMAIL_BACKEND) == "django.core.mail.backends.smtp.EmailBackend"
 
 
 def _error_text(exc: BaseException) -> str:
@@ -528,7 +528,7 @@ def send_webhook(message: OutboundMessage) -> Result:
     timestamp = int(time.time())
     headers = {
         "Content-Type": "application/json",
-        "User-Agent": f"{getattr(settings, 'SITE_NAME', 'Status')} webhooks",
+        "User-Agent": f"{settings.SITE_NAME} webhooks",
         "X-Status-Timestamp": str(timestamp),
         "X-Status-Signature": webhook_signature(message.secret, timestamp, body),
         "X-Status-Delivery": message.message_id,

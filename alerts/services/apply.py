@@ -206,7 +206,7 @@ def _resolve(integration: Integration, alert: Alert, event: AlertEvent, now: dat
 
 
 def _staff_addresses() -> list[str]:
-    configured = list(getattr(settings, "ALERTS_STAFF_EMAILS", []) or [])
+    configured = list(settings.ALERTS_STAFF_EMAILS or [])
     if configured:
         return configured
     users = get_user_model().objects.filter(is_staff=True, is_active=True).exclude(email="")

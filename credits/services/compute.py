@@ -60,7 +60,7 @@ def credits_compute(
     measure = _Measure.load(month, now)
     if measure is None:
         return summary
-    batch = int(getattr(settings, "CREDITS_COMPUTE_BATCH", 2000))
+    batch = int(settings.CREDITS_COMPUTE_BATCH)
     with transaction.atomic():
         # Serialise concurrent runs (a double-clicked admin action) on the policy rows.
         list(SLAPolicy.objects.select_for_update().filter(pk__in=list(measure.policies)).values_list("pk"))
