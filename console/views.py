@@ -216,7 +216,7 @@ def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> 
     if impact is None and levels:
         impact = services.impact_for_levels(spec.level for spec in levels)
     try:
-        return services.incident_post_update_with_levels(
+        return services.incident_post_update_once(
             incident=incident,
             status=data["status"],
             body=data["body"],

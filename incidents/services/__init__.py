@@ -32,6 +32,7 @@ from incidents.services.incidents import (
     incident_edit,
     incident_open,
     incident_post_update,
+    incident_post_update_once,
     incident_post_update_with_levels,
     incident_resolve,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "incident_edit",
     "incident_open",
     "incident_post_update",
+    "incident_post_update_once",
     "incident_post_update_with_levels",
     "incident_publish",
     "incident_resolve",

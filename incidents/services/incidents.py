@@ -192,9 +192,10 @@ def incident_open(
 
 @transaction.atomic
 def incident_declare(*, title: str, **fields: Any) -> Incident:
-    """Staff file an incident or a maintenance (console, admin, API): `incident_open`
+    """A person files an incident or a maintenance (console, admin): `incident_open`
     behind the double-submit guard, so one title sent twice within minutes, even at the
-    same instant, files one incident and refuses the other."""
+    same instant, files one incident and refuses the other. The API calls `incident_open`
+    itself: its retries are made safe by their Idempotency-Key."""
     guard = check_not_declared_twice(title=title)
     incident = incident_open(title=title, **fields)
     record_declared(guard=guard, incident=incident)
@@ -400,8 +401,7 @@ def incident_post_update_with_levels(
     display_at: datetime | None = None,
     notify: bool = True,
 ) -> IncidentUpdate:
-    """Post a timeline update that also says each product's level from its time on: the
-    staff update (console and API), refused when it repeats the one just posted.
+    """Post a timeline update that also says each product's level from its time on.
 
     The levels move the windows (`impact_levels_set`) at the update's time, in the same
     transaction as the update, so no reader sees the words without the levels. Resolving
@@ -409,9 +409,6 @@ def incident_post_update_with_levels(
     given with a closing status are not applied. `impact`, when given, becomes the
     incident's impact (the banner follows it while the incident is open).
     """
-    # Row lock: a second submit waits for the first to commit, then sees its update.
-    incident = Incident.objects.select_for_update().get(pk=incident.pk)
-    check_update_not_repeated(incident=incident, status=status, body=body)
     display_at = display_at or timezone.now()
     if impact is not None and impact not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {impact!r}."})
@@ -432,3 +429,13 @@ def incident_post_update_with_levels(
         )
         public_cache.public_state_changed()
     return update
+
+
+@transaction.atomic
+def incident_post_update_once(*, incident: Incident, status: str, body: str, **fields: Any) -> IncidentUpdate:
+    """A person posts an update (console): `incident_post_update_with_levels`, refused when
+    it repeats the update just posted (a double submit)."""
+    # Row lock: a second submit waits for the first to commit, then sees its update.
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    check_update_not_repeated(incident=incident, status=status, body=body)
+    return incident_post_update_with_levels(incident=incident, status=status, body=body, **fields)
