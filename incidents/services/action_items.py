@@ -21,15 +21,16 @@ def action_item_create(
     *,
     incident: Incident,
     title: str,
+    description: str = "",
     type: str = ActionItem.Type.PREVENT,
     priority: str = ActionItem.Priority.P2,
+    status: str = ActionItem.Status.OPEN,
     owner: Any = None,
     due_date: date | None = None,
     tracker_url: str = "",
-    description: str = "",
     is_public: bool = False,
-    status: str = ActionItem.Status.OPEN,
 ) -> ActionItem:
+    """Create an item from ActionItem.FIELDS (the parameters, in that order)."""
     title = clean_single_line(title, field="title")
     description, description_html = markdown_field(description, field="description")
     item = ActionItem(
