@@ -1,144 +1,43 @@
-"""The v1 resources of the incident domain: status, products, locations, incidents,
-maintenance and (staff) action items."""
+"""The v1 incidents and maintenance: list, read, file, update, resolve, edit, report.
+
+The overall status, products and locations are in api/products.py, action items in
+api/action_items.py; the names the router and URLs use are re-exported here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
+from django.db.models import Prefetch, QuerySet, prefetch_related_objects
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
-from rest_framework.views import APIView
 
 from api import serializers as s
+from api.action_items import ActionItemViewSet
 from api.base import (
     DETAIL_WRITE_ERRORS,
     EDIT_ERRORS,
     READ_ERRORS,
-    STAFF_READ_ERRORS,
     WRITE_ERRORS,
     APIMixin,
     acting_user,
     errors,
 )
 from api.filters import (
-    ActionItemFilterSerializer,
     IncidentFilterSerializer,
     MaintenanceFilterSerializer,
     filter_incidents,
-    order_by,
 )
-from api.permissions import ReadPublicWriteStaff, StaffOnly, is_staff
+from api.permissions import ReadPublicWriteStaff, is_staff
+from api.products import LocationViewSet, OverallStatusView, ProductViewSet
 from incidents import selectors, services
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
-
-# --- Overall status ----------------------------------------------------------------------------
-
-
-class OverallStatusView(APIMixin, APIView):
-    permission_classes = [ReadPublicWriteStaff]
-
-    @extend_schema(
-        summary="Overall status",
-        description="The page indicator (Statuspage rules) and each public product's current status.",
-        responses={200: s.OverallStatusSerializer, **errors(*READ_ERRORS)},
-        tags=["status"],
-    )
-    def get(self, request: Request) -> Response:
-        return self.cached(self._build)
-
-    def _build(self) -> Response:
-        summary = selectors.status_summary(now=timezone.now())
-        data = {
-            "indicator": summary.banner.indicator,
-            "description": summary.banner.description,
-            "active_incidents": len(summary.unresolved_impacts),
-            "active_maintenance": selectors.maintenance_active_public().count(),
-            "products": [
-                {"id": p.public_id, "slug": p.slug, "name": p.name, "status": summary.statuses[p.pk]}
-                for p in summary.products
-            ],
-        }
-        return Response(data)
-
-
-# --- Products and locations ---------------------------------------------------------------------
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List products",
-        description="Public products for everyone; staff tokens also see staff-only products.",
-        responses={200: s.ProductSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
-    ),
-    retrieve=extend_schema(
-        summary="Get a product",
-        description="By slug (`gmail`) or by id; both name the same product.",
-        parameters=[
-            OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The product's slug or id.")
-        ],
-        responses={200: s.ProductSerializer, **errors(404, *READ_ERRORS)},
-    ),
-)
-class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
-    permission_classes = [ReadPublicWriteStaff]
-    serializer_class = s.ProductSerializer
-    lookup_field = "slug"
-    lookup_value_regex = "[^/]+"
-
-    def get_queryset(self) -> QuerySet[Product]:
-        if is_staff(self.request):
-            return Product.objects.select_related("group").order_by(
-                "group__position", "group__name", "position", "name"
-            )
-        return selectors.products_public()
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        return {**super().get_serializer_context(), "statuses": selectors.product_statuses()}
-
-    def get_object(self) -> Product:
-        # Addressed by slug (as in windows and filters) or by id (as in the status list).
-        value = self.kwargs[self.lookup_field]
-        product = get_object_or_404(self.get_queryset(), Q(slug=value) | Q(public_id=value))
-        self.check_object_permissions(self.request, product)
-        return product
-
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.cached(lambda: super(ProductViewSet, self).list(request, *args, **kwargs))
-
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.cached(lambda: super(ProductViewSet, self).retrieve(request, *args, **kwargs))
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List locations",
-        responses={200: s.LocationSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
-    ),
-    retrieve=extend_schema(
-        summary="Get a location",
-        parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="The location's name.")],
-        responses={200: s.LocationSerializer, **errors(404, *READ_ERRORS)},
-    ),
-)
-class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
-    permission_classes = [ReadPublicWriteStaff]
-    serializer_class = s.LocationSerializer
-    lookup_field = "name"
-    lookup_value_regex = "[^/]+"
-    queryset = Location.objects.select_related("parent").order_by("name")
-
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.cached(lambda: super(LocationViewSet, self).list(request, *args, **kwargs))
-
+from incidents.models import ImpactWindow, Incident, IncidentUpdate
 
 # --- Incidents and maintenance -----------------------------------------------------------------
 
@@ -235,6 +134,8 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
 
     def _open(self, data: dict[str, Any], **kind_fields: Any) -> Response:
         """File an incident or a maintenance from the fields their create bodies share."""
+        # No title guard here: a retry is made safe by its Idempotency-Key, and the same
+        # title sent with another key is another incident.
         incident = services.incident_open(
             title=data["title"],
             impact=data["impact"],
@@ -578,55 +479,11 @@ class MaintenanceViewSet(_EditableIncidentViewSet):
         return self.resolve_incident(request)
 
 
-# --- Staff-only: action items --------------------------------------------------------------------
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List action items (staff)",
-        parameters=[ActionItemFilterSerializer],
-        responses={200: s.ActionItemSerializer(many=True), **errors(400, 404, *STAFF_READ_ERRORS)},
-    ),
-    retrieve=extend_schema(
-        summary="Get an action item (staff)",
-        responses={200: s.ActionItemSerializer, **errors(404, *STAFF_READ_ERRORS)},
-    ),
-    create=extend_schema(
-        summary="Create an action item (staff)",
-        request=s.ActionItemCreateSerializer,
-        responses={201: s.ActionItemSerializer, **errors(*WRITE_ERRORS)},
-    ),
-)
-class ActionItemViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    viewsets.GenericViewSet,
-):
-    permission_classes = [StaffOnly]
-    serializer_class = s.ActionItemSerializer
-    query_serializers = {"list": ActionItemFilterSerializer}
-    queryset = ActionItem.objects.select_related("incident", "owner")
-    lookup_value_regex = "[^/]+"
-
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        params = self.validated_query(ActionItemFilterSerializer)
-        queryset = self.get_queryset()
-        if params.get("incident"):
-            queryset = queryset.filter(incident__public_id=params["incident"])
-        if params.get("status"):
-            queryset = queryset.filter(status__in=sorted(params["status"]))
-        page = self.paginate_queryset(order_by(queryset, params["ordering"]))
-        assert page is not None
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
-
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = s.ActionItemCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        item = services.action_item_create(**serializer.validated_data)
-        return Response(
-            self.get_serializer(item).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("action-item-detail", args=[item.pk])},
-        )
+__all__ = [
+    "ActionItemViewSet",
+    "IncidentViewSet",
+    "LocationViewSet",
+    "MaintenanceViewSet",
+    "OverallStatusView",
+    "ProductViewSet",
+]

@@ -239,21 +239,7 @@ class ActionItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ActionItem
-        fields = [
-            "id",
-            "incident",
-            "title",
-            "description",
-            "type",
-            "priority",
-            "status",
-            "owner",
-            "due_date",
-            "tracker_url",
-            "is_public",
-            "created_at",
-            "updated_at",
-        ]
+        fields = ["id", "incident", *ActionItem.FIELDS, "created_at", "updated_at"]
         read_only_fields = fields
 
 
@@ -448,6 +434,9 @@ class ReportPublishSerializer(StrictSerializer):
 
 
 class ActionItemCreateSerializer(StrictSerializer):
+    """ActionItem.FIELDS but `status` (a new item is open), declared for their validators;
+    tests/incidents/test_one_write_path.py holds them to the list."""
+
     incident = serializers.SlugRelatedField(slug_field="public_id", queryset=Incident.objects.all())
     title = single_line()
     description = text(required=False, allow_blank=True, default="")

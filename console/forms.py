@@ -186,6 +186,9 @@ def _staff_choices() -> Any:
 
 
 class ActionItemForm(forms.Form):
+    """One row of the report's action items: ActionItem.ROW_FIELDS and the row's id."""
+
+    field_order = ["item_id", *ActionItem.ROW_FIELDS]
     item_id = forms.IntegerField(widget=forms.HiddenInput, required=False)
     title = forms.CharField(max_length=200, required=False)
     type = forms.ChoiceField(choices=ActionItem.Type.choices, initial=ActionItem.Type.PREVENT)

@@ -8,14 +8,12 @@ services see UTC.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from functools import wraps
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -41,9 +39,6 @@ from incidents.models import ActionItem, Incident, IncidentReport, IncidentUpdat
 from incidents.selectors import incident_get_for_user
 
 View = Callable[..., HttpResponse]
-
-# A second identical update or incident within this time is a double submit, not news.
-DUPLICATE_WINDOW = timedelta(minutes=10)
 
 
 def console_view(view: View) -> View:
@@ -127,26 +122,17 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
     ]
     impact = data["impact"] or services.impact_for_levels(level for _, level in affected)
     try:
-        with transaction.atomic():
-            recent = Incident.objects.filter(
-                title=data["title"].strip(), created_at__gte=timezone.now() - DUPLICATE_WINDOW
-            ).first()
-            if recent is not None:
-                raise ValidationError(
-                    "An incident with this title was declared a moment ago; it was not declared twice. "
-                    f"Open it from the Now page ({recent.public_id})."
-                )
-            return services.incident_open(
-                title=data["title"],
-                status=data["status"],
-                impact=impact,
-                started_at=started_at,
-                body=data["body"],
-                windows=windows,
-                created_by=request.user,  # type: ignore[arg-type]
-                is_public="_draft" not in request.POST,
-                notify=bool(data["notify"]),
-            )
+        return services.incident_declare(
+            title=data["title"],
+            status=data["status"],
+            impact=impact,
+            started_at=started_at,
+            body=data["body"],
+            windows=windows,
+            created_by=request.user,
+            is_public="_draft" not in request.POST,
+            notify=bool(data["notify"]),
+        )
     except ValidationError as exc:
         add_validation_errors(form, exc)
         return None
@@ -229,27 +215,16 @@ def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> 
     if impact is None and levels:
         impact = services.impact_for_levels(spec.level for spec in levels)
     try:
-        with transaction.atomic():
-            # Row lock: a second submit waits for the first to commit, then sees its update.
-            locked = Incident.objects.select_for_update().get(pk=incident.pk)
-            latest = locked.updates.order_by("-created_at", "-id").first()
-            if (
-                latest is not None
-                and latest.status == data["status"]
-                and latest.body == data["body"]
-                and latest.created_at >= timezone.now() - DUPLICATE_WINDOW
-            ):
-                raise ValidationError("This update was just posted; it was not posted a second time.")
-            return services.incident_post_update_with_levels(
-                incident=locked,
-                status=data["status"],
-                body=data["body"],
-                levels=levels,
-                impact=impact,
-                author=request.user,  # type: ignore[arg-type]
-                display_at=data["display_at"],
-                notify=bool(data["notify"]),
-            )
+        return services.incident_post_update_once(
+            incident=incident,
+            status=data["status"],
+            body=data["body"],
+            levels=levels,
+            impact=impact,
+            author=request.user,  # type: ignore[arg-type]
+            display_at=data["display_at"],
+            notify=bool(data["notify"]),
+        )
     except ValidationError as exc:
         add_validation_errors(form, exc)
         return None
@@ -259,17 +234,7 @@ def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> 
 
 
 def _item_initial(item: ActionItem) -> dict[str, Any]:
-    return {
-        "item_id": item.pk,
-        "title": item.title,
-        "type": item.type,
-        "priority": item.priority,
-        "status": item.status,
-        "owner": item.owner_id,
-        "due_date": item.due_date,
-        "tracker_url": item.tracker_url,
-        "is_public": item.is_public,
-    }
+    return {"item_id": item.pk, **{name: item.serializable_value(name) for name in ActionItem.ROW_FIELDS}}
 
 
 @console_view
@@ -280,7 +245,7 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
     if request.method == "POST":
         form = ReportForm(request.POST)
         formset = ActionItemFormSet(request.POST, initial=[_item_initial(i) for i in items], prefix="items")
-        if form.is_valid() and formset.is_valid() and _save_report(request, incident, form, formset, items):
+        if form.is_valid() and formset.is_valid() and _save_report(incident, form, formset):
             if "_publish" in request.POST:
                 try:
                     services.report_publish(incident=incident, actor=request.user)  # type: ignore[arg-type]
@@ -321,48 +286,28 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
     )
 
 
-def _save_report(
-    request: HttpRequest, incident: Incident, form: ReportForm, formset: Any, items: list[ActionItem]
-) -> bool:
-    by_id = {item.pk: item for item in items}
-    data = form.cleaned_data
+def _save_report(incident: Incident, form: ReportForm, formset: Any) -> bool:
+    rows = []
+    item_forms = []
+    for item_form in formset.forms:
+        if item_form.is_blank or not item_form.has_changed():
+            continue
+        cleaned = item_form.cleaned_data
+        item_id = cleaned.get("item_id") or None
+        names = item_form.changed_data if item_id else ActionItem.ROW_FIELDS
+        fields = {name: cleaned[name] for name in names if name in ActionItem.ROW_FIELDS}
+        rows.append(services.ActionItemChange(item_id=item_id, fields=fields))
+        item_forms.append(item_form)
     try:
-        with transaction.atomic():
-            services.report_save(
-                incident=incident,
-                kind=data["kind"],
-                summary=data["summary"],
-                root_cause=data["root_cause"],
-                remediation=data["remediation"],
-                impact_description=data["impact_description"],
-            )
-            for index, item_form in enumerate(formset.forms):
-                if item_form.is_blank or not item_form.has_changed():
-                    continue
-                fields = {k: v for k, v in item_form.cleaned_data.items() if k != "item_id"}
-                try:
-                    item_id = item_form.cleaned_data.get("item_id")
-                    if item_id:
-                        if item_id not in by_id:
-                            raise ValidationError("This action item belongs to another incident.")
-                        changes = {k: fields[k] for k in item_form.changed_data if k in fields}
-                        services.action_item_edit(item=by_id[item_id], changes=changes)
-                    else:
-                        services.action_item_create(incident=incident, **fields)
-                except ValidationError as exc:
-                    add_validation_errors(item_form, exc)
-                    raise _ItemRejected(index) from exc
-    except _ItemRejected:
+        services.report_save_with_action_items(incident=incident, items=rows, **form.cleaned_data)
+    except services.ActionItemRejected as rejected:
+        add_validation_errors(item_forms[rejected.index], rejected.error)
         form.add_error(None, "An action item has an error (marked below); nothing was saved.")
         return False
     except ValidationError as exc:
         add_validation_errors(form, exc)
         return False
     return True
-
-
-class _ItemRejected(Exception):
-    """Unwinds the report's transaction when one action item is refused."""
 
 
 # --- Templates -----------------------------------------------------------------------------------

@@ -1,10 +1,8 @@
 """Domain events: how the incident room tells rooms above it that something happened.
 
-The incident services must not import subscriptions (or any room above them), yet a
-posted update has to reach subscribers in the same transaction as the change. So the
-services `announce` an event here and every room that cares joins in its
-`AppConfig.ready()` with `incident_event_subscribe`. Handlers run synchronously inside
-the service's transaction, so whatever rows they write commit or roll back with it.
+Services `announce`; rooms join in `AppConfig.ready()` with `incident_event_subscribe`.
+Handlers run inside the service's transaction, so their rows commit or roll back with it
+(docs/adr/0001-rooms-and-layers.md).
 """
 
 from __future__ import annotations

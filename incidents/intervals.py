@@ -1,10 +1,7 @@
-"""Pure interval arithmetic on aware datetimes. No ORM, no settings (only the unit
-words of `format_duration` go through the active language's catalogue).
+"""Pure interval arithmetic on aware datetimes, half-open [start, end); no ORM or settings.
 
-Intervals are half-open [start, end). Everything that counts minutes of impact - the
-incident duration, the history grid, display uptime and the SLA maths - builds on these
-few functions so that "a minute is down once, however many windows cover it" holds
-everywhere.
+Every count of impact minutes (duration, history grid, uptime, SLA) builds on these, so
+a minute is down once however many windows cover it.
 """
 
 from __future__ import annotations

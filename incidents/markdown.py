@@ -1,29 +1,9 @@
-"""The one place Markdown becomes HTML.
+"""The one place Markdown becomes HTML: rendered once when written, sanitised with nh3,
+stored beside the source (`*_html`) and read through `stored_html`.
 
-User text is stored raw and rendered here, then sanitised with nh3 (an allow-list, so
-anything not listed - <script>, event handlers, style, javascript:/data: URLs - is
-dropped). It is rendered once, when it is written (the services store the result beside
-the source, in a `*_html` field); pages, feeds, API HTML fields and emails read the
-stored HTML through `stored_html`, so a reader never runs Markdown.
-
-Rendering is bounded before Python-Markdown sees the text: Python-Markdown recurses once
-per nesting level (a 500-deep list raised RecursionError) and its link, footnote and
-abbreviation handling is quadratic in unclosed brackets and parentheses (8 KB of `[`
-took 15 s). `markdown_problem` refuses what would be deep or slow with a clear message:
-over 64 KB, nesting deeper than MAX_NESTING, brackets or parentheses open deeper than
-MAX_BRACKET_DEPTH, more than MAX_DEFINITIONS abbreviation/footnote definitions.
-
-Past those, `render_cost` estimates in one linear pass what rendering will cost (per
-construct: blocks, headings, list items, table cells, links, emphasis and code markers,
-escapes, HTML-like text...; calibrated against Python-Markdown with our extensions) and
-`markdown_problem` refuses anything predicted over RENDER_BUDGET_MS (100 ms), naming the
-costliest construct ("too many headings (16,384; at most about 1,666)").
-
-An estimate can miss a shape nobody measured, so anything longer than INLINE_LIMIT is
-rendered in a forked child with a deadline in CPU time of the child
-(settings.MARKDOWN_RENDER_CPU_SECONDS, 0.2 s) and refused if it does not finish. CPU
-time, not wall time, so a loaded machine does not refuse an ordinary post. This happens
-only when staff write, never on a page view.
+Text that would render deep or slow is refused first (`markdown_problem`, `render_cost`),
+and a long text renders in a forked child with a CPU-time deadline. The bounds and why:
+docs/adr/0004-markdown-bounds.md.
 """
 
 from __future__ import annotations

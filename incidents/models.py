@@ -405,6 +405,23 @@ class ActionItem(models.Model):
 
     OPEN_STATUSES = (ActionStatus.OPEN, ActionStatus.IN_PROGRESS)
 
+    # The one list of what staff set on an item, in the order forms and the API show it:
+    # the service accepts these, the console form and the API serializers are built on it.
+    FIELDS = (
+        "title",
+        "description",
+        "type",
+        "priority",
+        "status",
+        "owner",
+        "due_date",
+        "tracker_url",
+        "is_public",
+    )
+    # A row of a table of items (console report, admin inline): the long Markdown
+    # description is written on the item's own page.
+    ROW_FIELDS = tuple(name for name in FIELDS if name != "description")
+
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="action_items")
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
@@ -436,3 +453,15 @@ class ActionItem(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+
+class DeclareGuard(models.Model):
+    """The row a staff declare locks, one per normalised title: two simultaneous declares
+    of one title queue on it, and the second sees the first (docs/adr/0009-one-write-path.md)."""
+
+    key = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the normalised title.")
+    incident = models.ForeignKey(Incident, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    declared_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.key

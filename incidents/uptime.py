@@ -1,22 +1,8 @@
-"""Display uptime and the daily status grid: pure arithmetic, no ORM, no settings.
+"""Display uptime and the daily status grid: pure arithmetic (Decimal), no ORM, no settings.
 
-The public page shows, per product, a products x days grid (worst impact each day) and
-90-day uptime bars with a percentage. Both are derived here from impact spans so that
-the rules hold in one place:
-
-- Days are calendar days in the display time zone, from local midnight to the next
-  local midnight, so a DST day lasts 23 or 25 hours.
-- Each minute counts once, at the worst level covering it: windows of one level are
-  merged, and a minute covered by a major outage and a partial outage is a major minute
-  only (never 1 + 0.3).
-- Downtime = major minutes x w_major + partial minutes x w_partial (+ degraded minutes x
-  w_degraded, 0 by default); maintenance never counts. Everything is `Decimal` and the
-  percentage is rounded down explicitly, so a product with any downtime never shows
-  "100.00%".
-- Time after `now` does not exist yet: ongoing spans end at `now`, and today's share of
-  the period is counted only up to `now`.
-
-Intervals are half-open [start, end), as in `incidents.intervals`.
+Days are calendar days in the display zone; each minute counts once, at the worst level
+covering it; downtime weighs major, partial (and degraded) minutes, never maintenance;
+the percentage rounds down; nothing after `now` counts. Intervals are half-open.
 """
 
 from __future__ import annotations

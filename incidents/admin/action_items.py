@@ -22,9 +22,9 @@ def save_action_item_form(form: Any, *, incident: Incident, context: str = "") -
     """Create or edit one action item from an admin form (the page or the incident inline)."""
     data = form.cleaned_data
     if form.instance.pk is None:
-        fields = {name: data[name] for name in services.ACTION_ITEM_EDITABLE_FIELDS if name in data}
+        fields = {name: data[name] for name in ActionItem.FIELDS if name in data}
         return call_service(context, services.action_item_create, incident=incident, **fields)  # type: ignore[no-any-return]
-    changes = {name: data[name] for name in form.changed_data if name in services.ACTION_ITEM_EDITABLE_FIELDS}
+    changes = {name: data[name] for name in form.changed_data if name in ActionItem.FIELDS}
     if not changes:
         return None
     return call_service(context, services.action_item_edit, item=form.instance, changes=changes)  # type: ignore[no-any-return]
@@ -75,18 +75,7 @@ class ActionItemAdmin(ServiceModelAdmin):
     autocomplete_fields = ["incident", "owner"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     date_hierarchy = "due_date"
-    fields = [
-        "incident",
-        "title",
-        "description",
-        "type",
-        "priority",
-        "status",
-        "owner",
-        "due_date",
-        "tracker_url",
-        "is_public",
-    ]
+    fields = ["incident", *ActionItem.FIELDS]
     actions = ["mark_in_progress", "mark_done", "mark_wont_do"]
 
     @admin.display(description="Incident", ordering="incident__started_at")

@@ -1,4 +1,4 @@
-"""Forms of the staff side (the admin and its incident buttons).
+"""Forms of the incident admin.
 
 Forms parse and check the shape of input; the domain rules run in `incidents.services`,
 whose `ValidationError`s the admin turns back into errors on these forms.
@@ -6,26 +6,11 @@ whose `ValidationError`s the admin turns back into errors on these forms.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django import forms
-from django.utils import timezone
 
 from incidents.models import ImpactWindow, Incident, IncidentReport, Location
-
-if TYPE_CHECKING:
-    from django_stubs_ext import StrOrPromise
-
-Status = Incident.Status
-
-# Native date-time inputs: no admin JavaScript needed, and a person can type the time.
-_DATETIME_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
-
-
-def _datetime_field(label: str, *, required: bool = False, help_text: str = "") -> forms.DateTimeField:
-    return forms.DateTimeField(
-        label=f"{label} (UTC)", required=required, widget=_DATETIME_WIDGET, help_text=help_text
-    )
 
 
 class IncidentAddForm(forms.ModelForm):
@@ -74,7 +59,7 @@ class IncidentAddForm(forms.ModelForm):
 
 
 class IncidentChangeForm(forms.ModelForm):
-    """Editing an incident: its words, visibility and times. Status moves by the buttons."""
+    """Editing an incident: its words, visibility and times. Status moves by the console's updates."""
 
     class Meta:
         model = Incident
@@ -114,7 +99,7 @@ class IncidentReportInlineForm(forms.ModelForm):
             (IncidentReport.Status.IN_REVIEW.value, IncidentReport.Status.IN_REVIEW.label),
         ],
         initial=IncidentReport.Status.DRAFT,
-        help_text="Publishing is the “Preview & publish report” button.",
+        help_text="Publish the report from the incident's console page.",
     )
 
     class Meta:
@@ -157,45 +142,3 @@ class LocationAdminForm(forms.ModelForm):
                 break
             node = node.parent
         return cleaned
-
-
-def _status_choices(incident: Incident) -> list[tuple[str, StrOrPromise]]:
-    allowed = Incident.MAINTENANCE_STATUSES if incident.is_maintenance else Incident.INCIDENT_STATUSES
-    # Postmortem comes only from publishing the report.
-    return [(s.value, str(s.label)) for s in allowed if s != Status.POSTMORTEM]
-
-
-class PostUpdateForm(forms.Form):
-    status = forms.ChoiceField()
-    body = forms.CharField(
-        label="Update",
-        widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
-        help_text="Markdown. Use “Preview” to see it as the public page will show it.",
-    )
-    display_at = _datetime_field("Display time", help_text="Empty: now. May be backdated.")
-    notify = forms.BooleanField(label="Notify subscribers", required=False, initial=True)
-
-    def __init__(self, *args: Any, incident: Incident, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        field = self.fields["status"]
-        assert isinstance(field, forms.ChoiceField)
-        field.choices = _status_choices(incident)
-        if not self.is_bound:
-            self.initial.setdefault("status", incident.status)
-
-
-class ResolveForm(forms.Form):
-    body = forms.CharField(
-        label="Closing update",
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
-        help_text="Markdown. Empty: a standard closing sentence.",
-    )
-    resolved_at = _datetime_field("Resolved at", help_text="Empty: now. Open impact windows end here.")
-    notify = forms.BooleanField(label="Notify subscribers", required=False, initial=True)
-
-    def clean_resolved_at(self) -> Any:
-        value = self.cleaned_data.get("resolved_at")
-        if value is not None and value > timezone.now():
-            raise forms.ValidationError("The resolution cannot be in the future.")
-        return value

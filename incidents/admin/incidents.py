@@ -1,36 +1,31 @@
-"""The incident admin: file, edit, post updates, resolve, preview and publish the report.
+"""The incident admin: file, edit and repair incidents. Posting updates, resolving and
+publishing the report are the console's (docs/adr/0009-one-write-path.md); the change
+page links to the incident's console page.
 
-Filing a new incident is one `incident_open` call with the windows typed in the inline,
-so an incident never exists without the windows it was filed with. The buttons are admin
-views of their own; each calls one service.
+Filing is one `incident_declare` call with the windows typed in the inline, so an
+incident never exists without the windows it was filed with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from django.contrib import admin, messages
-from django.contrib.auth import get_user_model
+from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
 from django.forms import ModelForm
 from django.forms.formsets import BaseFormSet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from django.utils import timezone
 
 from core.admin import (
     ServiceModelAdmin,
-    ServiceRejected,
     actor,
     call_service,
     record_formset,
 )
 from incidents import services
 from incidents.admin.action_items import save_action_item_form
-from incidents.admin.buttons import IncidentButtonsMixin
 from incidents.admin.forms import (
     IncidentAddForm,
     IncidentChangeForm,
@@ -52,15 +47,11 @@ from incidents.models import (
 )
 from incidents.selectors import incident_durations
 
-# The same title filed twice by the same person this quickly is a double submit.
-DUPLICATE_FILING_WINDOW = timedelta(minutes=2)
-
-
 # --- Incidents -----------------------------------------------------------------------------
 
 
 @admin.register(Incident)
-class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
+class IncidentAdmin(ServiceModelAdmin):
     form = IncidentChangeForm
     add_form = IncidentAddForm
     change_form_template = "admin/incidents/incident/change_form.html"
@@ -93,7 +84,6 @@ class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
     list_select_related = ["report"]
     list_per_page = 50
     autocomplete_fields = ["recurrence_of"]
-    actions = ["resolve_selected", "publish_reports"]
     save_on_top = True
 
     add_fieldsets = [
@@ -155,30 +145,16 @@ class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        extra_context = {**(extra_context or {}), "incident_tools": self._tools(object_id)}
+        extra_context = {**(extra_context or {}), "console_url": self._console_url(object_id)}
         return super().change_view(request, object_id, form_url, extra_context)
 
-    def _tools(self, object_id: str) -> list[tuple[str, str]]:
+    def _console_url(self, object_id: str) -> str | None:
+        """Updates, resolving and the report are written on the incident's console page."""
         try:
             incident = Incident.objects.get(pk=object_id)
         except (Incident.DoesNotExist, ValueError, ValidationError):
-            return []
-        tools = [("Post update", self._url("post_update", incident))]
-        if not incident.is_closed:
-            tools.append(
-                ("Resolve" if not incident.is_maintenance else "Complete", self._url("resolve", incident))
-            )
-        tools.append(("Preview & publish report", self._url("report_preview", incident)))
-        return tools
-
-    def _url(self, name: str, incident: Incident) -> str:
-        return reverse(f"admin:incidents_incident_{name}", args=[incident.pk])
-
-    def response_change(self, request: HttpRequest, obj: Incident) -> HttpResponse:
-        if "_preview_report" in request.POST:
-            self.message_user(request, "Saved. This is the report as it will be published.", messages.SUCCESS)
-            return HttpResponseRedirect(self._url("report_preview", obj))
-        return super().response_change(request, obj)
+            return None
+        return reverse("console:incident", args=[incident.public_id])
 
     # --- Columns -------------------------------------------------------------------------
 
@@ -235,10 +211,9 @@ class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
             for data in _filled_forms(formset)
         ]
         data = form.cleaned_data
-        self._refuse_double_filing(request, data)
         incident = call_service(
             "",
-            services.incident_open,
+            services.incident_declare,
             title=data["title"],
             kind=data["kind"],
             status=data.get("status") or None,
@@ -266,30 +241,6 @@ class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
         for formset in formsets:
             record_formset(
                 formset, new=windows if formset.model is ImpactWindow else [], changed=[], deleted=[]
-            )
-
-    def _refuse_double_filing(self, request: HttpRequest, data: dict[str, Any]) -> None:
-        """A second press of "Save" on the add page must not file the incident twice."""
-        user = request.user
-        if user.pk is None:
-            return
-        # Locking the filer's own user row queues their concurrent filings one behind the
-        # other (the admin's atomic block holds it), so the second one sees the first.
-        get_user_model()._default_manager.select_for_update().filter(pk=user.pk).first()
-        since = timezone.now() - DUPLICATE_FILING_WINDOW
-        earlier = (
-            Incident.objects.filter(
-                created_by=user.pk, title=data["title"].strip(), kind=data["kind"], created_at__gte=since
-            )
-            .order_by("-created_at")
-            .first()
-        )
-        if earlier is not None:
-            raise ServiceRejected(
-                ValidationError(
-                    f"You filed “{earlier.title}” at {earlier.created_at:%H:%M:%S} UTC already; "
-                    "it was not filed a second time. Open it from the incident list."
-                )
             )
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
@@ -405,52 +356,6 @@ class IncidentAdmin(IncidentButtonsMixin, ServiceModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
         for incident in queryset:
             services.incident_delete(incident=incident)
-
-    # --- Changelist actions --------------------------------------------------------------
-
-    def _apply_to_each(
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Incident],
-        service: Callable[[Incident], object],
-        *,
-        log: str,
-        done_message: str,
-    ) -> None:
-        """Run one service per selected incident; refusals become warnings, not errors."""
-        done = 0
-        for incident in queryset:
-            try:
-                service(incident)
-            except ValidationError as exc:
-                self.message_user(request, f"{incident}: {' '.join(exc.messages)}", messages.WARNING)
-            else:
-                done += 1
-                self.log_change(request, incident, log)
-        if done:
-            self.message_user(request, done_message.format(done=done), messages.SUCCESS)
-
-    @admin.action(description="Resolve selected incidents (closes their open impact windows)")
-    def resolve_selected(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
-        self._apply_to_each(
-            request,
-            queryset,
-            lambda incident: services.incident_resolve(incident=incident, author=actor(request)),
-            log="Resolved",
-            done_message="Resolved {done} incident(s).",
-        )
-
-    @admin.action(description="Publish the incident reports of selected incidents")
-    def publish_reports(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
-        self._apply_to_each(
-            request,
-            queryset,
-            lambda incident: services.report_publish(incident=incident, actor=actor(request)),
-            log="Published the incident report",
-            done_message="Published {done} report(s).",
-        )
-
-    # --- The incident buttons ------------------------------------------------------------
 
 
 def _filled_forms(formset: BaseFormSet) -> list[dict[str, Any]]:

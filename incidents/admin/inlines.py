@@ -91,7 +91,7 @@ class IncidentReportInline(StackedInlineBase):
 
 class ActionItemInline(PlainRelatedInline):
     model = ActionItem
-    fields = ["title", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"]
+    fields = list(ActionItem.ROW_FIELDS)
     autocomplete_fields = ["owner"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     can_delete = False  # close an item as "won't do" instead; the record stays

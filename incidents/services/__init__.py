@@ -1,15 +1,18 @@
 """Writes of the incident domain, one module per entity.
 
 Every change goes through these functions, whatever page, API or command it comes from.
-They own their transactions, raise `ValidationError` with per-field messages, and leave
-side effects (the public version bump, subscriber fan-out) to after the commit.
+They own their transactions, locks and double-submit guards, raise `ValidationError` with
+per-field messages, and leave side effects (the public version bump, subscriber fan-out)
+to after the commit (docs/adr/0009-one-write-path.md).
 """
 
 from incidents.services._common import WindowSpec
 from incidents.services.action_items import (
-    ACTION_ITEM_EDITABLE_FIELDS,
+    ActionItemChange,
+    ActionItemRejected,
     action_item_create,
     action_item_edit,
+    action_items_save,
 )
 from incidents.services.catalogue import (
     location_create,
@@ -24,15 +27,22 @@ from incidents.services.catalogue import (
 )
 from incidents.services.incidents import (
     INCIDENT_EDITABLE_FIELDS,
+    incident_declare,
     incident_delete,
     incident_edit,
     incident_open,
     incident_post_update,
+    incident_post_update_once,
     incident_post_update_with_levels,
     incident_resolve,
 )
 from incidents.services.publishing import incident_publish
-from incidents.services.reports import report_publish, report_save, report_set_status
+from incidents.services.reports import (
+    report_publish,
+    report_save,
+    report_save_with_action_items,
+    report_set_status,
+)
 from incidents.services.windows import (
     LEVEL_CHOICES,
     OPERATIONAL,
@@ -46,24 +56,28 @@ from incidents.services.windows import (
 )
 
 __all__ = [
-    "ACTION_ITEM_EDITABLE_FIELDS",
     "INCIDENT_EDITABLE_FIELDS",
     "LEVEL_CHOICES",
     "OPERATIONAL",
+    "ActionItemChange",
+    "ActionItemRejected",
     "LevelSpec",
     "WindowSpec",
     "action_item_create",
     "action_item_edit",
+    "action_items_save",
     "impact_for_levels",
     "impact_levels_set",
     "impact_window_add",
     "impact_window_close",
     "impact_window_delete",
     "impact_window_edit",
+    "incident_declare",
     "incident_delete",
     "incident_edit",
     "incident_open",
     "incident_post_update",
+    "incident_post_update_once",
     "incident_post_update_with_levels",
     "incident_publish",
     "incident_resolve",
@@ -78,5 +92,6 @@ __all__ = [
     "product_group_edit",
     "report_publish",
     "report_save",
+    "report_save_with_action_items",
     "report_set_status",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -19,15 +21,16 @@ def action_item_create(
     *,
     incident: Incident,
     title: str,
+    description: str = "",
     type: str = ActionItem.Type.PREVENT,
     priority: str = ActionItem.Priority.P2,
+    status: str = ActionItem.Status.OPEN,
     owner: Any = None,
     due_date: date | None = None,
     tracker_url: str = "",
-    description: str = "",
     is_public: bool = False,
-    status: str = ActionItem.Status.OPEN,
 ) -> ActionItem:
+    """Create an item from ActionItem.FIELDS (the parameters, in that order)."""
     title = clean_single_line(title, field="title")
     description, description_html = markdown_field(description, field="description")
     item = ActionItem(
@@ -50,14 +53,9 @@ def action_item_create(
     return item
 
 
-ACTION_ITEM_EDITABLE_FIELDS = frozenset(
-    {"title", "description", "type", "priority", "status", "owner", "due_date", "tracker_url", "is_public"}
-)
-
-
 @transaction.atomic
 def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem:
-    unknown = set(changes) - ACTION_ITEM_EDITABLE_FIELDS
+    unknown = set(changes) - set(ActionItem.FIELDS)
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     item = ActionItem.objects.select_for_update().get(pk=item.pk)
@@ -77,3 +75,36 @@ def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem
         if was_public or item.is_public:
             public_cache.public_state_changed()
     return item
+
+
+@dataclass(frozen=True)
+class ActionItemChange:
+    """One row of a table of action items: a new item (`item_id` None) or changes to one."""
+
+    item_id: int | None
+    fields: dict[str, Any]
+
+
+class ActionItemRejected(Exception):
+    """One row was refused; `index` says which, so the form can mark it."""
+
+    def __init__(self, index: int, error: ValidationError) -> None:
+        super().__init__(index, error)
+        self.index = index
+        self.error = error
+
+
+@transaction.atomic
+def action_items_save(*, incident: Incident, rows: Sequence[ActionItemChange]) -> None:
+    """Create and edit the incident's items together: one refused row saves none of them."""
+    own = {item.pk: item for item in incident.action_items.all()}
+    for index, row in enumerate(rows):
+        try:
+            if row.item_id is None:
+                action_item_create(incident=incident, **row.fields)
+            elif row.item_id not in own:
+                raise ValidationError("This action item belongs to another incident.")
+            else:
+                action_item_edit(item=own[row.item_id], changes=row.fields)
+        except ValidationError as exc:
+            raise ActionItemRejected(index, exc) from exc

@@ -1,4 +1,4 @@
-"""Incidents and maintenance: file, post updates, resolve, edit, delete."""
+"""Incidents and maintenance: file (declare), post updates, resolve, edit, delete."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from edge import version as public_cache
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
 from incidents.services._common import WindowSpec, horizon_for, markdown_field, require_aware, validate_window
+from incidents.services.guards import check_not_declared_twice, check_update_not_repeated, record_declared
 from incidents.services.windows import LevelSpec, impact_levels_set
 
 Status = Incident.Status
@@ -48,6 +49,79 @@ def _timeline_entry(
     return update
 
 
+def _opening_status(*, kind: str, impact: str, status: str | None) -> str:
+    """The status a new incident or maintenance starts in (by default the kind's first)."""
+    if kind not in Incident.Kind.values:
+        raise ValidationError({"kind": f"Unknown kind {kind!r}."})
+    if impact not in Incident.Impact.values:
+        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
+    is_maintenance = kind == Incident.Kind.MAINTENANCE
+    allowed = Incident.MAINTENANCE_STATUSES if is_maintenance else Incident.INCIDENT_STATUSES
+    status = status or (Status.SCHEDULED if is_maintenance else Status.INVESTIGATING)
+    if status not in allowed or status in Incident.CLOSED_STATUSES:
+        raise ValidationError({"status": f"A new {kind} cannot start as {status!r}."})
+    return status
+
+
+def _opening_start(
+    *,
+    kind: str,
+    started_at: datetime | None,
+    detected_at: datetime | None,
+    scheduled_for: datetime | None,
+    scheduled_until: datetime | None,
+) -> datetime:
+    """Check the opening times; the start of impact (a maintenance's: its scheduled start)."""
+    ahead = horizon_for(kind)
+    for name, value in (("started_at", started_at), ("detected_at", detected_at)):
+        check_time(value, field=name, future=ahead)
+    for name, value in (("scheduled_for", scheduled_for), ("scheduled_until", scheduled_until)):
+        require_aware(value, field=name)
+    if kind == Incident.Kind.MAINTENANCE:
+        if scheduled_for is None or scheduled_until is None:
+            raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
+        if scheduled_until < scheduled_for:
+            raise ValidationError({"scheduled_until": "The end must not be before the start."})
+        started_at = started_at or scheduled_for
+    started_at = started_at or timezone.now()
+    if detected_at is not None and detected_at < started_at:
+        raise ValidationError({"detected_at": "Detection cannot precede the start of impact."})
+    return started_at
+
+
+def _checked_windows(windows: Sequence[WindowSpec], *, kind: str) -> list[tuple[WindowSpec, tuple[str, str]]]:
+    """Each window with its description rendered, once all of them are known to be valid."""
+    checked = []
+    for spec in windows:
+        validate_window(
+            level=spec.level,
+            started_at=spec.started_at,
+            ended_at=spec.ended_at,
+            product=spec.product,
+            incident_kind=kind,
+        )
+        checked.append((spec, markdown_field(spec.description, field="description")))
+    return checked
+
+
+def _create_windows(incident: Incident, windows: list[tuple[WindowSpec, tuple[str, str]]]) -> None:
+    ImpactWindow.objects.bulk_create(
+        [
+            ImpactWindow(
+                incident=incident,
+                product=spec.product,
+                location=spec.location,
+                level=spec.level,
+                started_at=spec.started_at,
+                ended_at=spec.ended_at,
+                description=description,
+                description_html=description_html,
+            )
+            for spec, (description, description_html) in windows
+        ]
+    )
+
+
 @transaction.atomic
 def incident_open(
     *,
@@ -68,44 +142,24 @@ def incident_open(
     internal_notes: str = "",
     notify: bool = True,
 ) -> Incident:
-    """File an incident (or schedule a maintenance) with its first timeline entry."""
+    """File an incident (or schedule a maintenance) with its first timeline entry.
+
+    No double-submit guard: the staff interfaces call `incident_declare`; this is also
+    the write of alert-fed drafts and of the demo data.
+    """
     title = clean_single_line(title, field="title")
-    if kind not in Incident.Kind.values:
-        raise ValidationError({"kind": f"Unknown kind {kind!r}."})
-    if impact not in Incident.Impact.values:
-        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
-    is_maintenance = kind == Incident.Kind.MAINTENANCE
-    allowed = Incident.MAINTENANCE_STATUSES if is_maintenance else Incident.INCIDENT_STATUSES
-    status = status or (Status.SCHEDULED if is_maintenance else Status.INVESTIGATING)
-    if status not in allowed or status in Incident.CLOSED_STATUSES:
-        raise ValidationError({"status": f"A new {kind} cannot start as {status!r}."})
-    ahead = horizon_for(kind)
-    for name, value in (("started_at", started_at), ("detected_at", detected_at)):
-        check_time(value, field=name, future=ahead)
-    for name, value in (("scheduled_for", scheduled_for), ("scheduled_until", scheduled_until)):
-        require_aware(value, field=name)
+    status = _opening_status(kind=kind, impact=impact, status=status)
+    started_at = _opening_start(
+        kind=kind,
+        started_at=started_at,
+        detected_at=detected_at,
+        scheduled_for=scheduled_for,
+        scheduled_until=scheduled_until,
+    )
     summary, summary_html = markdown_field(summary, field="summary")
     body = clean_text(body, field="body")
     internal_notes = clean_text(internal_notes, field="internal_notes")
-    if is_maintenance:
-        if scheduled_for is None or scheduled_until is None:
-            raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
-        if scheduled_until < scheduled_for:
-            raise ValidationError({"scheduled_until": "The end must not be before the start."})
-        started_at = started_at or scheduled_for
-    started_at = started_at or timezone.now()
-    if detected_at is not None and detected_at < started_at:
-        raise ValidationError({"detected_at": "Detection cannot precede the start of impact."})
-    rendered_windows = []
-    for spec in windows:
-        validate_window(
-            level=spec.level,
-            started_at=spec.started_at,
-            ended_at=spec.ended_at,
-            product=spec.product,
-            incident_kind=kind,
-        )
-        rendered_windows.append(markdown_field(spec.description, field="description"))
+    checked_windows = _checked_windows(windows, kind=kind)
 
     incident = Incident.objects.create(
         title=title,
@@ -123,30 +177,28 @@ def incident_open(
         is_public=is_public,
         created_by=created_by,
     )
-    ImpactWindow.objects.bulk_create(
-        [
-            ImpactWindow(
-                incident=incident,
-                product=spec.product,
-                location=spec.location,
-                level=spec.level,
-                started_at=spec.started_at,
-                ended_at=spec.ended_at,
-                description=description,
-                description_html=description_html,
-            )
-            for spec, (description, description_html) in zip(windows, rendered_windows, strict=True)
-        ]
-    )
+    _create_windows(incident, checked_windows)
     _timeline_entry(
         kind="opened",
         incident=incident,
         status=status,
         body=body or summary or title,
-        display_at=started_at if is_maintenance else (detected_at or started_at),
+        display_at=started_at if incident.is_maintenance else (detected_at or started_at),
         author=created_by,
         notify=notify,
     )
+    return incident
+
+
+@transaction.atomic
+def incident_declare(*, title: str, **fields: Any) -> Incident:
+    """A person files an incident or a maintenance (console, admin): `incident_open`
+    behind the double-submit guard, so one title sent twice within minutes, even at the
+    same instant, files one incident and refuses the other. The API calls `incident_open`
+    itself: its retries are made safe by their Idempotency-Key."""
+    guard = check_not_declared_twice(title=title)
+    incident = incident_open(title=title, **fields)
+    record_declared(guard=guard, incident=incident)
     return incident
 
 
@@ -247,7 +299,7 @@ def incident_resolve(
     )
 
 
-# --- Edits from the staff side (admin) ---------------------------------------------------
+# --- Edits from the staff side (admin and API) ---------------------------------------
 # Status is deliberately not editable here: it moves only through timeline updates,
 # resolution and publishing, so the timeline always explains the current status.
 
@@ -268,22 +320,18 @@ INCIDENT_EDITABLE_FIELDS = frozenset(
 )
 
 
-@transaction.atomic
-def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
-    """Edit the descriptive fields and times of an incident (not its kind or status)."""
-    unknown = set(changes) - INCIDENT_EDITABLE_FIELDS
-    if unknown:
-        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
-    incident = Incident.objects.select_for_update().get(pk=incident.pk)
-    if "title" in changes:
-        changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
+def _cleaned_changes(incident: Incident, changes: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The changes with text cleaned and values checked one by one, and the rendered
+    fields to save along with them."""
+    changes = dict(changes)
     extra: list[str] = []
+    if "title" in changes:
+        changes["title"] = clean_single_line(changes["title"], field="title")
     if "summary" in changes:
-        summary, incident.summary_html = markdown_field(changes["summary"], field="summary")
-        changes = {**changes, "summary": summary}
+        changes["summary"], incident.summary_html = markdown_field(changes["summary"], field="summary")
         extra.append("summary_html")
     if "internal_notes" in changes:
-        changes = {**changes, "internal_notes": clean_text(changes["internal_notes"], field="internal_notes")}
+        changes["internal_notes"] = clean_text(changes["internal_notes"], field="internal_notes")
     if "impact" in changes and changes["impact"] not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {changes['impact']!r}."})
     if "started_at" in changes and changes["started_at"] is None:
@@ -297,9 +345,11 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
     recurrence = changes.get("recurrence_of")
     if recurrence is not None and recurrence.pk == incident.pk:
         raise ValidationError({"recurrence_of": "An incident cannot be a recurrence of itself."})
-    for name, value in changes.items():
-        setattr(incident, name, value)
-    # Checked on the result, so that moving the start and a later time together works.
+    return changes, extra
+
+
+def _check_edited_times(incident: Incident, changes: dict[str, Any]) -> None:
+    """Checked on the result, so that moving the start and a later time together works."""
     for name in ("detected_at", "mitigated_at", "resolved_at"):
         value = getattr(incident, name)
         if value is not None and value < incident.started_at:
@@ -310,6 +360,19 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
             raise ValidationError({"scheduled_for": "Maintenance needs a start and an end."})
         if incident.scheduled_until < incident.scheduled_for:
             raise ValidationError({"scheduled_until": "The end must not be before the start."})
+
+
+@transaction.atomic
+def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
+    """Edit the descriptive fields and times of an incident (not its kind or status)."""
+    unknown = set(changes) - INCIDENT_EDITABLE_FIELDS
+    if unknown:
+        raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    changes, extra = _cleaned_changes(incident, changes)
+    for name, value in changes.items():
+        setattr(incident, name, value)
+    _check_edited_times(incident, changes)
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
         public_cache.public_state_changed()
@@ -366,3 +429,13 @@ def incident_post_update_with_levels(
         )
         public_cache.public_state_changed()
     return update
+
+
+@transaction.atomic
+def incident_post_update_once(*, incident: Incident, status: str, body: str, **fields: Any) -> IncidentUpdate:
+    """A person posts an update (console): `incident_post_update_with_levels`, refused when
+    it repeats the update just posted (a double submit)."""
+    # Row lock: a second submit waits for the first to commit, then sees its update.
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    check_update_not_repeated(incident=incident, status=status, body=body)
+    return incident_post_update_with_levels(incident=incident, status=status, body=body, **fields)

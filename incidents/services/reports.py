@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.contrib.auth.models import User
@@ -13,6 +14,7 @@ from edge import version as public_cache
 from incidents import events
 from incidents.models import Incident, IncidentReport
 from incidents.services._common import markdown_field, require_aware, touch
+from incidents.services.action_items import ActionItemChange, action_items_save
 
 Status = Incident.Status
 
@@ -45,6 +47,17 @@ def report_save(
     if report.is_published:
         touch(incident)
     return report
+
+
+@transaction.atomic
+def report_save_with_action_items(
+    *, incident: Incident, items: Sequence[ActionItemChange], **report: str
+) -> IncidentReport:
+    """The console's report page: the report and its action items, all saved or none
+    (an `ActionItemRejected` names the refused row)."""
+    saved = report_save(incident=incident, **report)
+    action_items_save(incident=incident, rows=items)
+    return saved
 
 
 @transaction.atomic

@@ -335,8 +335,8 @@ def test_it_answers_json_for_unknown_api_urls(url: str) -> None:
 
 def test_it_serves_the_admin_pages_without_inline_styles(staff_client: Client, world: World) -> None:
     for url in (
-        f"/admin/incidents/incident/{world.outage.pk}/report/",
-        f"/admin/incidents/incident/{world.ongoing.pk}/post-update/",
+        f"/admin/incidents/incident/{world.outage.pk}/change/",
+        f"/admin/incidents/incident/{world.ongoing.pk}/change/",
     ):
         response = staff_client.get(url)
         if response.status_code == 404:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client, TestCase
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
 from console.models import MessageTemplate
@@ -472,3 +473,112 @@ def test_it_has_no_inline_script_or_style(staff_client: Client, catalogue: dict[
         html = staff_client.get(path).content.decode()
         assert " style=" not in html and "<style" not in html, path
         assert "<script>" not in html and '<script src="/static/js/console.js" defer></script>' in html, path
+
+
+# --- Moved from the admin's incident buttons (the console is the staff UI for incidents) ---------
+
+
+def _update_data(form: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "display_at": "",
+        "impact": "",
+        "add_level": "",
+        "notify": "on",
+        "_post": "1",
+        **{f.name: f.initial for _, f in form.targets},
+        **extra,
+    }
+
+
+def test_it_refuses_a_double_submitted_update(staff_client: Client, catalogue: dict[str, Any]) -> None:
+    incident = _incident(catalogue)
+    url = f"/manage/incidents/{incident.public_id}/update/"
+    data = _update_data(staff_client.get(url).context["form"], status="identified", body="Cause found.")
+    assert post(staff_client, url, data).status_code == 302
+    again = post(staff_client, url, data)
+    assert again.status_code == 200
+    assert "it was not posted a second time" in again.content.decode()
+    assert incident.updates.filter(body="Cause found.").count() == 1
+    # A different update right after is news, not a duplicate; it may be backdated.
+    backdated = {**data, "body": "Fix deploying.", "display_at": "2026-11-30T10:30"}
+    assert post(staff_client, url, backdated).status_code == 302
+    assert incident.updates.count() == 3
+    assert incident.updates.get(body="Fix deploying.").display_at == utc(2026, 11, 30, 18, 30)
+
+
+def test_it_refuses_postmortem_statuses_of_the_other_kind_and_a_second_resolve(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
+    incident = _incident(catalogue)
+    url = f"/manage/incidents/{incident.public_id}/update/"
+    form = staff_client.get(url).context["form"]
+    for status in ("postmortem", "in_progress"):
+        response = post(staff_client, url, _update_data(form, status=status, body="x"))
+        assert response.status_code == 200
+        assert "Select a valid choice" in response.content.decode()
+    assert incident.updates.count() == 1
+    resolve = _update_data(form, status="resolved", body="Fixed.")
+    assert post(staff_client, url, resolve).status_code == 302
+    again = post(staff_client, url, {**resolve, "body": "Fixed, really."})
+    assert again.status_code == 200
+    assert "already resolved" in again.content.decode()
+    assert incident.updates.filter(status="resolved").count() == 1
+
+
+def test_it_completes_a_maintenance(staff_client: Client, catalogue: dict[str, Any]) -> None:
+    maintenance = services.incident_open(
+        title="Storage maintenance",
+        kind=Incident.Kind.MAINTENANCE,
+        scheduled_for=utc(2026, 11, 30, 18),
+        scheduled_until=utc(2026, 11, 30, 20),
+        windows=[
+            services.WindowSpec(
+                product=catalogue["storage"], level=Level.UNDER_MAINTENANCE, started_at=utc(2026, 11, 30, 18)
+            )
+        ],
+    )
+    url = f"/manage/incidents/{maintenance.public_id}/update/?resolve=1"
+    form = staff_client.get(url).context["form"]
+    assert form.initial["status"] == "completed"
+    response = post(staff_client, url, _update_data(form, status="completed", body=""))
+    assert response.status_code == 200  # the console asks for a message
+    response = post(staff_client, url, _update_data(form, status="completed", body="Done."))
+    assert response.status_code == 302
+    maintenance.refresh_from_db()
+    assert maintenance.status == Incident.Status.COMPLETED
+    assert maintenance.windows.get().ended_at == maintenance.resolved_at
+
+
+def test_it_refuses_to_publish_the_report_of_an_unresolved_incident(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
+    incident = _incident(catalogue)
+    response = post(
+        staff_client,
+        f"/manage/incidents/{incident.public_id}/report/",
+        {
+            "kind": "mini",
+            "summary": "Too early.",
+            "root_cause": "",
+            "remediation": "",
+            "impact_description": "",
+            "items-TOTAL_FORMS": "0",
+            "items-INITIAL_FORMS": "0",
+            "_publish": "1",
+        },
+    )
+    assert response.status_code == 200
+    assert "Resolve the incident before publishing its report." in response.content.decode()
+    incident.refresh_from_db()
+    assert incident.status == Incident.Status.INVESTIGATING
+    assert IncidentReport.objects.get().status == IncidentReport.Status.DRAFT
+
+
+def test_it_links_the_admin_incident_page_to_the_console(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
+    incident = _incident(catalogue)
+    page = staff_client.get(f"/admin/incidents/incident/{incident.pk}/change/").content.decode()
+    assert f'href="/manage/incidents/{incident.public_id}/"' in page
+    with pytest.raises(NoReverseMatch):  # the admin's own update/resolve/report pages are gone
+        reverse("admin:incidents_incident_resolve", args=[incident.pk])
