@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 from incidents import intervals
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Location, Product
+from incidents.models import (
+    ActionItem,
+    ImpactWindow,
+    Incident,
+    IncidentReport,
+    IncidentUpdate,
+    Location,
+    Product,
+)
 
 Level = ImpactWindow.Level
 OPERATIONAL = "operational"
@@ -99,11 +107,10 @@ def incident_get_for_user(*, public_id: str, user: Any) -> Incident:
         raise Http404("No such incident.") from None
 
 
-def incident_windows_for_user(*, incident: Incident, user: Any) -> list[ImpactWindow]:
-    windows = incident.windows.select_related("product", "location").order_by("started_at", "id")
-    if not getattr(user, "is_staff", False):
-        windows = windows.filter(product__is_public=True)
-    return list(windows)
+def incident_windows_public(*, incident: Incident) -> list[ImpactWindow]:
+    """The windows the public page shows, to everyone: those on public products."""
+    windows = incident.windows.filter(product__is_public=True)
+    return list(windows.select_related("product", "location").order_by("started_at", "id"))
 
 
 def incident_updates(*, incident: Incident) -> list[IncidentUpdate]:
@@ -297,9 +304,8 @@ def action_items_due_for_reminder(*, today: date, within_days: int) -> QuerySet[
     )
 
 
-def action_items_public(*, incident: Incident) -> list[ActionItem]:
+def action_items_public(*, incident: Incident, report: IncidentReport | None) -> list[ActionItem]:
     """What a published report lists: public items only, never before publication."""
-    report = getattr(incident, "report", None)
     if report is None or not report.is_published:
         return []
     return list(incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id"))

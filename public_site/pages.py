@@ -35,8 +35,11 @@ from incidents.selectors import (
     PRODUCT_STATUS_LABELS,
     IncidentDurations,
     PageStatus,
+    action_items_public,
     incident_durations,
     incident_get_for_user,
+    incident_updates,
+    incident_windows_public,
     incidents_public,
     products_public,
     status_summary,
@@ -383,18 +386,10 @@ class IncidentPage:
 def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
     """The incident page, through the one access gate. Public windows only, for everyone."""
     incident = incident_get_for_user(public_id=public_id, user=user)
-    windows = list(
-        incident.windows.filter(product__is_public=True)
-        .select_related("product", "location")
-        .order_by("started_at", "id")
-    )
-    updates = tuple(incident.updates.order_by("-display_at", "-id"))
+    windows = incident_windows_public(incident=incident)
+    updates = tuple(incident_updates(incident=incident))
     report = IncidentReport.objects.filter(incident=incident, status=IncidentReport.Status.PUBLISHED).first()
-    action_items: tuple[ActionItem, ...] = ()
-    if report is not None:
-        action_items = tuple(
-            incident.action_items.filter(is_public=True).order_by("priority", "due_date", "id")
-        )
+    action_items = tuple(action_items_public(incident=incident, report=report))
     recurrence_of = None
     if incident.recurrence_of_id is not None:
         recurrence_of = incidents_public().filter(pk=incident.recurrence_of_id).first()
