@@ -13,6 +13,8 @@ import subprocess
 import threading
 import time
 
+from tests.waiting import poll
+
 
 class FaultProxy:
     """127.0.0.1:<port> -> target. Modes: `delay` seconds added to every chunk each way
@@ -130,13 +132,14 @@ class ThrowawayRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("redis-server did not start")
+        if not poll(self._listening, timeout=5):
+            self.stop()
+            raise RuntimeError("redis-server did not start")
+
+    def _listening(self) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
+            return True
+        return False
 
     @property
     def url(self) -> str:
