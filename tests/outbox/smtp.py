@@ -55,7 +55,7 @@ class Received:
 class SinkHandler:
     messages: list[Received] = field(default_factory=list)
     connections: int = 0
-    # Sessions that ended (closed by either side, e.g. the server's idle timeout).
+    # Sessions (after EHLO) that ended, closed by either side, e.g. the server's idle timeout.
     disconnections: int = 0
     mail_commands: int = 0
     # Answer MAIL FROM with this (e.g. "451 4.3.0 Try again later") while set.
@@ -150,8 +150,10 @@ class SinkHandler:
 class _CountingSMTP(SMTP):
     def connection_lost(self, error: Exception | None) -> None:
         handler: SinkHandler = self.event_handler
-        with handler.lock:
-            handler.disconnections += 1
+        # Only sessions that said EHLO: the controller's own start-up probe does not.
+        if self.session is not None and self.session.host_name:
+            with handler.lock:
+                handler.disconnections += 1
         super().connection_lost(error)
 
 

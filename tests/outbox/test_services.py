@@ -293,7 +293,8 @@ def test_it_reuses_one_smtp_session_and_reconnects_when_the_server_closed_it(
         settings.EMAIL_PORT = sink.port
         with django_capture_on_commit_callbacks(execute=True):
             _enqueue("idle-1")
-        wait_for(lambda handler=sink.handler: handler.disconnections >= 1)  # the server timed the session out
+        # The server timed the session out (the lambda runs within this iteration).
+        wait_for(lambda: sink.handler.disconnections >= 1)  # noqa: B023
         with django_capture_on_commit_callbacks(execute=True):
             late = _enqueue("idle-2")
         late.refresh_from_db()
