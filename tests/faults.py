@@ -13,6 +13,8 @@ import subprocess
 import threading
 import time
 
+from tests.waiting import poll
+
 
 class FaultProxy:
     """127.0.0.1:<port> -> target. Modes: `delay` seconds added to every chunk each way
@@ -25,6 +27,8 @@ class FaultProxy:
         self.delay = 0.0
         self.frozen = False
         self.refusing = False
+        # Chunks sent by clients towards the server: "no request reached the database".
+        self.client_chunks = 0
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -56,12 +60,15 @@ class FaultProxy:
                 continue
             with self._lock:
                 self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, upward in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pipe, args=(a, b, upward), daemon=True).start()
 
-    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+    def _pipe(self, a: socket.socket, b: socket.socket, upward: bool) -> None:
         try:
             while data := a.recv(65536):
+                if upward:
+                    with self._lock:
+                        self.client_chunks += 1
                 # Bounded waits: a frozen proxy holds bytes until thawed or closed.
                 for _ in range(6000):
                     if not self.frozen or self._closed:
@@ -130,13 +137,14 @@ class ThrowawayRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
-                return
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("redis-server did not start")
+        if not poll(self._listening, timeout=5):
+            self.stop()
+            raise RuntimeError("redis-server did not start")
+
+    def _listening(self) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
+            return True
+        return False
 
     @property
     def url(self) -> str:

@@ -15,7 +15,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +28,7 @@ from alerts.models import Alert, Integration
 from incidents.models import Incident
 from tests.alerts.helpers import alert_drafts, cloud_storage_catalogue, make_integration, url_for
 from tests.conftest import service_missing
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.services
 
@@ -54,13 +54,7 @@ def _free_port() -> int:
 
 
 def _wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT_SECONDS) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    return wait_for(check, timeout=timeout, interval=0.2, message=f"waiting for {what}")
 
 
 def _config(*, receiver_url: str, token: str) -> str:

@@ -10,7 +10,6 @@ labels, headings, landmarks and colour contrast, and screenshotted for people to
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -31,6 +30,7 @@ from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, Product
 from tests.credits.builders import customer, workspace_policy
 from tests.public.test_browser import CHROMIUM_ARGS, PageProblems
+from tests.waiting import poll
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
@@ -169,13 +169,14 @@ def _assert_public(
 ) -> None:
     # A rebuild that overruns its budget answers the previous page (marked stale) and
     # finishes in the background, so on a busy machine the change can take a moment.
-    deadline = time.monotonic() + 10
-    while True:
-        on_page, components, summary, shown = _public_state(browser, live_server, products)
-        fresh = (on_page, components, summary, shown) == (expected, expected, expected, indicator)
-        if fresh or time.monotonic() > deadline:
-            break
-        time.sleep(0.25)
+    last: list[Any] = []
+
+    def fresh() -> bool:
+        last[:] = _public_state(browser, live_server, products)
+        return tuple(last) == (expected, expected, expected, indicator)
+
+    poll(fresh, timeout=10, interval=0.25)
+    on_page, components, summary, shown = last
     assert on_page == expected, "public page"
     assert components == expected, "/api/v2/components.json"
     assert summary == expected, "/api/v2/summary.json"

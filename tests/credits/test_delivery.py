@@ -4,8 +4,6 @@ server received."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import date, timedelta
 
 import pytest
@@ -17,7 +15,8 @@ from outbox.models import AttemptOutcome, DeliveryAttempt, OutboundMessage
 from tests.builders import make_incident, make_product, utc
 from tests.credits import builders
 from tests.outbox.smtp import SmtpSink
-from tests.outbox.worker import running_worker, worker_env
+from tests.outbox.worker import outage_outlasted_a_budget, running_worker, worker_env
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 TERM = date(2010, 1, 31)
@@ -32,15 +31,6 @@ def _computed_notices(n: int) -> list[CreditNotice]:
     summary = services.credits_compute(period="2009-09")
     assert summary.created == n
     return list(CreditNotice.objects.order_by("pk"))
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 45.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def _settled() -> bool:
@@ -68,13 +58,13 @@ def test_it_delivers_each_approved_notice_exactly_once(
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         summary = services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
         assert summary.queued == 15
-        assert _wait(_settled), worker.log()
+        wait_for(_settled, message=worker.log)
         # Approving again while the worker and the sweeper run sends nothing more.
         assert (
             services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all()).skipped
             == 15
         )
-        time.sleep(3)
+        worker.settle()
     _assert_each_notice_received_once(smtp, 15)
     assert OutboundMessage.objects.count() == 15
 
@@ -88,14 +78,14 @@ def test_it_loses_and_doubles_nothing_when_the_worker_is_killed_mid_batch(
     _computed_notices(10)
     services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port), concurrency=1) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 3), worker.log()
+        wait_for(lambda: len(smtp.handler.snapshot()) >= 3, message=worker.log)
         assert smtp.handler.wait_early_in_rcpt()
         worker.kill()
         assert len(smtp.handler.snapshot()) < 10
         assert CreditNotice.objects.filter(state=NoticeState.QUEUED).exists()
         worker.start()
-        assert _wait(_settled, timeout=60), worker.log()
-        time.sleep(3)
+        wait_for(_settled, timeout=60, message=worker.log)
+        worker.settle()
     _assert_each_notice_received_once(smtp, 10)
     # The killed worker's claimed batch came back after its lease (at least the one it
     # was sending); the notices it had sent were marked sent one by one and not resent.
@@ -110,8 +100,8 @@ def test_it_delivers_queued_notices_after_redis_comes_back_empty(
     assert broker.llen("email") == 1  # one task for the destination, not one per notice
     broker.flushdb()  # what a Redis restarted without its data looks like to us
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(_settled), worker.log()
-        time.sleep(3)
+        wait_for(_settled, message=worker.log)
+        worker.settle()
     _assert_each_notice_received_once(smtp, 8)
 
 
@@ -125,13 +115,14 @@ def test_it_delivers_once_after_an_smtp_451_spell_without_spending_the_budget(
     _computed_notices(4)
     services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        time.sleep(3)
+        # The outage lasts until a notice's message has had as many tries as its budget.
+        wait_for(outage_outlasted_a_budget, message=worker.log)
         assert smtp.handler.snapshot() == []
         assert 1 <= smtp.handler.connections <= 10
         assert set(CreditNotice.objects.values_list("state", flat=True)) == {NoticeState.QUEUED}
         smtp.handler.mail_reply = None
-        assert _wait(_settled), worker.log()
-        time.sleep(2)
+        wait_for(_settled, message=worker.log)
+        worker.settle()
     _assert_each_notice_received_once(smtp, 4)
     assert set(OutboundMessage.objects.values_list("attempts", flat=True)) == {1}
     delays = list(
@@ -149,8 +140,8 @@ def test_it_fails_a_refused_recipient_once_and_shows_it_to_staff(
     smtp.handler.refuse_rcpt[refused.billing_emails[0]] = "550 5.1.1 Recipient address rejected"
     services.credits_approve_and_send(confirmed=True, notices=CreditNotice.objects.all())
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(_settled), worker.log()
-        time.sleep(2.5)  # sweeps pass; a failed notice is not retried
+        wait_for(_settled, message=worker.log)
+        worker.settle()  # a sweep passes; a failed notice is not retried
     failed = CreditNotice.objects.get(customer=refused)
     assert failed.state == NoticeState.FAILED
     assert "550" in failed.last_error

@@ -76,7 +76,10 @@ def test_it_sheds_load_beyond_capacity_and_recovers(settings) -> None:
         elapsed = time.monotonic() - started
         assert refused.status_code == 503
         assert refused["Retry-After"]
-        assert elapsed < 0.5  # refused at once, not queued
+        # Refused while the slot is still taken (the slow request holds it until released
+        # below), not queued for it; the bound is generous, for a loaded machine.
+        assert worker.is_alive() and not test_urls.release.is_set()
+        assert elapsed < 2.0
         # Cheap (cached) views are still served while the slot is taken.
         assert client.get("/t/cheap/").status_code == 200
     finally:

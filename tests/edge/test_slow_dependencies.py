@@ -23,10 +23,13 @@ from incidents.models import ImpactWindow, Incident, Product
 from tests.builders import make_incident, make_product, utc
 from tests.conftest import service_missing
 from tests.faults import FaultProxy, ThrowawayRedis
+from tests.waiting import poll, wait_for
 
 BUDGET = 0.3
-# What "within budget" means on a shared 2-core machine: the budget plus scheduling noise.
-SLACK = 0.5
+# What "within budget" means on a loaded 2-core machine: the budget plus generous
+# scheduling noise. Each bound comes with a positive signal (a stale marker, a 503 with
+# Retry-After) showing the request did not wait, which here would cost seconds.
+SLACK = 1.0
 
 
 def _join_rebuilds() -> None:
@@ -42,16 +45,17 @@ def _wait_for_other_sessions() -> None:
     conn = connections["default"]
     if conn.vendor != "postgresql":
         return
-    for _ in range(50):
+
+    def alone() -> bool:
         with conn.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND pid <> pg_backend_pid()"
             )
             (others,) = cursor.fetchone()
-        if not others:
-            break
-        time.sleep(0.1)
+        return not others
+
+    poll(alone, timeout=5, interval=0.1)
     conn.close()
 
 
@@ -64,12 +68,14 @@ def _settle(transactional_db: None) -> Iterator[None]:
 
 def _warm(client: Client, url: str) -> Any:
     """A first render may be answered 503 + Retry-After on a busy machine: retry, bounded."""
-    for _ in range(50):
-        response = client.get(url)
-        if response.status_code != 503:
-            return response
-        time.sleep(0.2)
-    return response
+    last: list[Any] = []
+
+    def rendered() -> bool:
+        last[:] = [client.get(url)]
+        return bool(last[0].status_code != 503)
+
+    poll(rendered, timeout=10, interval=0.2)
+    return last[0]
 
 
 def _cached_version() -> Any:
@@ -129,15 +135,6 @@ def _timed(client: Client, url: str) -> tuple[Any, float]:
     return response, time.monotonic() - started
 
 
-def _wait_until(predicate: Any, *, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _assert_stale(response: Any, url: str) -> None:
     assert response.status_code == 200, url
     assert response["X-Status-Snapshot"] == "stale", url
@@ -188,16 +185,16 @@ def test_it_answers_within_budget_while_the_database_is_slow_and_rebuilds_once(
                 assert response["ETag"] != fresh[url].get("ETag"), url
         # A static file does not wait for anything.
         static, took = _timed(client, "/static/css/status.css")
-        assert static.status_code == 200 and took < 0.2
+        assert static.status_code == 200 and took < SLACK
 
         # The background rebuild finishes (once, not once per request) and is served fresh,
         # although the database is still slow.
-        assert _wait_until(lambda: "X-Status-Snapshot" not in client.get("/"), seconds=15)
+        wait_for(lambda: "X-Status-Snapshot" not in client.get("/"), timeout=15)
     assert len(renders) == 1
     page = client.get("/")
     assert page["ETag"].startswith('"') and b"Live data is temporarily unavailable" not in page.content
     db_proxy.heal()
-    assert _wait_until(lambda: all("X-Status-Snapshot" not in client.get(u) for u in urls), seconds=15)
+    wait_for(lambda: all("X-Status-Snapshot" not in client.get(u) for u in urls), timeout=15)
 
 
 def test_it_never_holds_a_thread_when_the_database_stops_answering(
@@ -222,16 +219,18 @@ def test_it_never_holds_a_thread_when_the_database_stops_answering(
 
     # The stuck rebuilds give up client-side (DB_CLIENT_TIMEOUT_MS) and every page backs
     # off together: no request reaches the database, all answer at once.
-    time.sleep(1.8)
+    _join_rebuilds()
+    reached = db_proxy.client_chunks
     for url in urls:
         response, took = _timed(client, url)
-        assert took < 0.2, (url, took)
+        assert took < BUDGET + SLACK, (url, took)
         _assert_stale(response, url)
+    assert db_proxy.client_chunks == reached
 
     # The database answers again: everything recovers by itself.
     db_proxy.heal()
     db_proxy.drop_connections()
-    assert _wait_until(lambda: all("X-Status-Snapshot" not in client.get(u) for u in urls), seconds=15)
+    wait_for(lambda: all("X-Status-Snapshot" not in client.get(u) for u in urls), timeout=15)
     assert client.get("/products/cloud-storage/").status_code == 200
 
 
@@ -262,7 +261,7 @@ def test_it_sheds_misses_under_overload_while_hits_are_served(
     misses = [r for r in results if r[1] == 503]
     assert misses, results
     assert all(int(retry) > 0 and took < 0.6 + SLACK for _, _, took, retry in misses)
-    assert all(r.status_code == 200 and took < 0.3 for r, took in hits)
+    assert all(r.status_code == 200 and took < SLACK for r, took in hits)
 
 
 def test_it_makes_no_cache_entries_for_unknown_or_out_of_range_query_values(world: Incident) -> None:
@@ -288,6 +287,18 @@ def test_it_makes_no_cache_entries_for_unknown_or_out_of_range_query_values(worl
     assert not [k for k in new if ":last" in k or "history" in k or "product" in k], new
 
 
+REDIS_SOCKET_TIMEOUT = 0.1
+
+
+def _median_time(client: Client, url: str, n: int = 30) -> float:
+    timings = []
+    for _ in range(n):
+        response, took = _timed(client, url)
+        assert response.status_code == 200
+        timings.append(took)
+    return sorted(timings)[n // 2]
+
+
 @pytest.fixture
 def own_redis(settings: Any, budgets: Any) -> Iterator[ThrowawayRedis]:
     try:
@@ -300,7 +311,10 @@ def own_redis(settings: Any, budgets: Any) -> Iterator[ThrowawayRedis]:
         "default": {
             "BACKEND": "edge.cache_backend.ResilientRedisCache",
             "LOCATION": server.url,
-            "OPTIONS": {"socket_connect_timeout": 0.1, "socket_timeout": 0.1},
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+            },
         }
     }
     try:
@@ -315,18 +329,15 @@ def test_it_costs_milliseconds_when_redis_is_paused_and_shows_changes_from_the_d
     client = Client()
     for url in ("/", "/api/v2/summary.json"):
         assert _warm(client, url).status_code == 200
+    healthy = _median_time(client, "/")  # the reference, measured in this run
     own_redis.pause()
     caplog.set_level(logging.INFO)
     try:
         first, took_first = _timed(client, "/")
-        assert first.status_code == 200 and took_first < 0.5
-        timings = []
-        for _ in range(30):
-            response, took = _timed(client, "/")
-            assert response.status_code == 200
-            timings.append(took)
-        timings.sort()
-        assert timings[len(timings) // 2] < 0.03, timings  # the median: a few ms
+        assert first.status_code == 200 and took_first < SLACK
+        # A few ms, as with Redis up: far from a socket timeout per request.
+        paused = _median_time(client, "/")
+        assert paused < healthy + REDIS_SOCKET_TIMEOUT / 2, (paused, healthy)
         # A new incident shows within the poll interval, though every process would
         # otherwise keep its own idea of the version until Redis is back.
         make_incident(
@@ -334,14 +345,14 @@ def test_it_costs_milliseconds_when_redis_is_paused_and_shows_changes_from_the_d
             product=Product.objects.get(slug="gmail"),
             start=utc(2026, 11, 30, 8),
         )
-        assert _wait_until(lambda: b"Calendar sync delayed" in client.get("/").content, seconds=3)
+        wait_for(lambda: b"Calendar sync delayed" in client.get("/").content, timeout=3)
         outage_logs = [r for r in caplog.records if r.name.startswith("edge.")]
         assert len([r for r in outage_logs if "unavailable" in r.getMessage()]) == 1, outage_logs
         assert not [r for r in caplog.records if r.exc_info], "no traceback per request"
     finally:
         own_redis.resume()
     # Back: the breaker closes by itself and the page is served from Redis again.
-    assert _wait_until(lambda: _cached_version() is not None, seconds=3)
+    wait_for(lambda: _cached_version() is not None, timeout=3)
     assert b"Calendar sync delayed" in client.get("/").content
 
 
@@ -358,14 +369,12 @@ def test_it_keeps_every_page_fast_when_redis_is_killed(
         for url in urls:
             response, took = _timed(client, url)
             assert response.status_code == 200, url
-            assert took < 1.0, (url, took)
+            assert took < SLACK, (url, took)
     make_incident(
         title="Drive uploads failing", product=Product.objects.get(slug="gmail"), start=utc(2026, 11, 30, 9)
     )
-    assert _wait_until(lambda: b"Drive uploads failing" in client.get("/").content, seconds=3)
+    wait_for(lambda: b"Drive uploads failing" in client.get("/").content, timeout=3)
     assert not [r for r in caplog.records if r.exc_info], "no traceback per request"
     own_redis.start()  # same port, empty
-    assert _wait_until(
-        lambda: client.get("/").status_code == 200 and _cached_version() is not None, seconds=5
-    )
+    wait_for(lambda: client.get("/").status_code == 200 and _cached_version() is not None, timeout=5)
     assert b"Drive uploads failing" in client.get("/").content

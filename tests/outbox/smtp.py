@@ -4,7 +4,8 @@ It records every message it accepts (parsed, with its raw headers) and counts
 connections, so tests can assert "received exactly once" and "connection attempts stayed
 within the budget". Faults: answer MAIL with a 4xx/5xx while an outage is on, refuse given
 recipients with a code, stall in RCPT (before any data is sent) to widen a kill window, or
-drop the connection after DATA without replying. `BlackHole` is a server that accepts TCP
+drop the connection after DATA without replying; it counts closed sessions too, so a test
+can wait for the server's idle timeout instead of sleeping. `BlackHole` is a server that accepts TCP
 connections and never says a word (a hung SMTP server, a Redis that does not answer).
 """
 
@@ -23,6 +24,9 @@ from email.message import EmailMessage
 from typing import Any
 
 from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP
+
+from tests.waiting import poll
 
 
 def free_port() -> int:
@@ -51,6 +55,8 @@ class Received:
 class SinkHandler:
     messages: list[Received] = field(default_factory=list)
     connections: int = 0
+    # Sessions (after EHLO) that ended, closed by either side, e.g. the server's idle timeout.
+    disconnections: int = 0
     mail_commands: int = 0
     # Answer MAIL FROM with this (e.g. "451 4.3.0 Try again later") while set.
     mail_reply: str | None = None
@@ -116,12 +122,15 @@ class SinkHandler:
     def wait_early_in_rcpt(self, timeout: float = 10.0) -> bool:
         """Wait until a client has just entered the RCPT stall (less than a third of it
         gone), so that a kill issued now surely lands before any message data is sent."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.in_rcpt.is_set() and time.monotonic() - self.rcpt_entered_at < self.rcpt_delay / 3:
-                return True
-            time.sleep(0.002)
-        return False
+        return bool(
+            poll(
+                lambda: (
+                    self.in_rcpt.is_set() and time.monotonic() - self.rcpt_entered_at < self.rcpt_delay / 3
+                ),
+                timeout=timeout,
+                interval=0.002,
+            )
+        )
 
     def snapshot(self) -> list[Received]:
         with self.lock:
@@ -131,20 +140,33 @@ class SinkHandler:
         return Counter(m.message_id for m in self.snapshot())
 
     def wait_for(self, count: int, timeout: float = 30.0) -> list[Received]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = self.snapshot()
-            if len(got) >= count:
-                return got
-            time.sleep(0.05)
-        return self.snapshot()
+        """The messages, once there are at least `count` (or all there are at `timeout`)."""
+        return (
+            poll(lambda: got if len(got := self.snapshot()) >= count else None, timeout=timeout)
+            or self.snapshot()
+        )
+
+
+class _CountingSMTP(SMTP):
+    def connection_lost(self, error: Exception | None) -> None:
+        handler: SinkHandler = self.event_handler
+        # Only sessions that said EHLO: the controller's own start-up probe does not.
+        if self.session is not None and self.session.host_name:
+            with handler.lock:
+                handler.disconnections += 1
+        super().connection_lost(error)
+
+
+class _Controller(Controller):
+    def factory(self) -> SMTP:
+        return _CountingSMTP(self.handler, **self.SMTP_kwargs)
 
 
 class SmtpSink:
     def __init__(self, **smtp_kwargs: Any) -> None:
         self.handler = SinkHandler()
         self.port = free_port()
-        self.controller = Controller(self.handler, hostname="127.0.0.1", port=self.port, **smtp_kwargs)
+        self.controller = _Controller(self.handler, hostname="127.0.0.1", port=self.port, **smtp_kwargs)
 
     def start(self) -> SmtpSink:
         self.controller.start()

@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from outbox import services
 from outbox.models import AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
-from tests.outbox.smtp import SmtpSink, run_sink
+from tests.outbox.smtp import BlackHole, SmtpSink, run_sink
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +83,7 @@ def test_it_delivers_once_after_commit_with_stable_message_id(
     assert again.pk == message.pk
     assert callbacks == []
     assert OutboundMessage.objects.count() == 1
-    time.sleep(0.2)
+    # In-process delivery is synchronous: with no callback run, nothing more was sent.
     assert len(smtp.handler.snapshot()) == 1
 
 
@@ -176,11 +178,12 @@ def test_it_retries_a_greylisted_recipient_with_jittered_backoff_then_delivers_o
     assert message.next_attempt_at > message.updated_at - timedelta(seconds=1)
     # In-process mode has no worker to hold a countdown: the task does not loop.
     assert message.attempts == 1
+    due = OutboundMessage.objects.filter(pk=message.pk, next_attempt_at__lte=Now())
     for _ in range(2):
-        time.sleep(0.06)
+        wait_for(due.exists)  # the back-off ran out
         services.message_deliver(message_id=message.pk)
     smtp.handler.refuse_rcpt.clear()
-    time.sleep(0.06)
+    wait_for(due.exists)
     services.message_deliver(message_id=message.pk)
     message.refresh_from_db()
     assert message.state == MessageState.SENT
@@ -290,7 +293,8 @@ def test_it_reuses_one_smtp_session_and_reconnects_when_the_server_closed_it(
         settings.EMAIL_PORT = sink.port
         with django_capture_on_commit_callbacks(execute=True):
             _enqueue("idle-1")
-        time.sleep(0.5)  # the server times the session out
+        # The server timed the session out (the lambda runs within this iteration).
+        wait_for(lambda: sink.handler.disconnections >= 1)  # noqa: B023
         with django_capture_on_commit_callbacks(execute=True):
             late = _enqueue("idle-2")
         late.refresh_from_db()
@@ -510,27 +514,27 @@ def test_it_commits_quickly_and_leaves_delivery_to_the_sweeper_when_the_broker_i
     smtp: SmtpSink, settings, django_capture_on_commit_callbacks
 ) -> None:
     from statuspage.celery import app
-    from tests.outbox.smtp import free_port
 
     saved = (app.conf.broker_url, app.conf.task_always_eager, app.conf.broker_transport_options)
-    app.conf.broker_url = f"redis://127.0.0.1:{free_port()}/0"  # type: ignore[misc]  # nothing listens
+    down = BlackHole().__enter__()  # a broker that takes connections and never answers
+    app.conf.broker_url = f"redis://127.0.0.1:{down.port}/0"  # type: ignore[misc]
     app.conf.task_always_eager = False
     app.conf.broker_transport_options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
     app._pool = None  # type: ignore[attr-defined]
     app.amqp._producer_pool = None  # type: ignore[attr-defined]
     services.kicks._broker_down_until = 0.0
     try:
-        started = time.monotonic()
         with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
             for i in range(30):
                 _enqueue(f"down-{i}")
-        elapsed = time.monotonic() - started
+        wait_for(lambda: down.accepted)
     finally:
         app.conf.broker_url, app.conf.task_always_eager, app.conf.broker_transport_options = saved  # type: ignore[misc]
         app._pool = None  # type: ignore[attr-defined]
         app.amqp._producer_pool = None  # type: ignore[attr-defined]
         services.kicks._broker_down_until = 0.0
-    assert elapsed < 5  # one connect timeout, not thirty
+        down.__exit__()
+    assert len(down.accepted) == 1, down.accepted  # one short try, not thirty
     assert OutboundMessage.objects.filter(state=MessageState.PENDING).count() == 30
     assert smtp.handler.snapshot() == []
     # The broker is back (here: in-process execution); the sweeper delivers every row.

@@ -6,7 +6,6 @@ Message-ID and every row marked sent.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -15,7 +14,8 @@ import redis
 from outbox import services
 from outbox.models import AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
 from tests.outbox.smtp import SmtpSink
-from tests.outbox.worker import running_worker, worker_env
+from tests.outbox.worker import outage_outlasted_a_budget, running_worker, worker_env
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -32,15 +32,6 @@ def _enqueue_batch(
         )
         for i in range(n)
     ]
-
-
-def _wait(predicate: Callable[[], bool], timeout: float = 40.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return predicate()
 
 
 def _states() -> dict[str, str]:
@@ -66,10 +57,11 @@ def test_it_delivers_each_message_exactly_once(
     # Twenty commits, one task: a task already waiting for the destination covers them.
     assert broker.llen("email") == 1
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 20 and _all_final()), (
-            f"{_states()}\n{worker.log()}"
+        wait_for(
+            lambda: len(smtp.handler.snapshot()) >= 20 and _all_final(),
+            message=lambda: f"{_states()}\n{worker.log()}",
         )
-        time.sleep(3)  # several sweeps later: nothing is sent again
+        worker.settle()  # a sweep and a delivery run after the last send: nothing is sent again
     _assert_exactly_once(smtp, messages)
     # One SMTP session per worker process is reused across messages.
     assert 1 <= smtp.handler.connections <= 20
@@ -85,7 +77,7 @@ def test_it_survives_a_sigkill_mid_batch(
     messages = _enqueue_batch(12)
     env = worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)
     with running_worker(env, concurrency=1) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 4), f"{_states()}\n{worker.log()}"
+        wait_for(lambda: len(smtp.handler.snapshot()) >= 4, message=lambda: f"{_states()}\n{worker.log()}")
         assert smtp.handler.wait_early_in_rcpt()
         worker.kill()
         received_at_kill = len(smtp.handler.snapshot())
@@ -95,10 +87,12 @@ def test_it_survives_a_sigkill_mid_batch(
         stranded = OutboundMessage.objects.filter(state=MessageState.SENDING).count()
         assert 1 <= stranded <= 12 - received_at_kill
         worker.start()
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 12 and _all_final(), timeout=60), (
-            f"{_states()}\n{worker.log()}"
+        wait_for(
+            lambda: len(smtp.handler.snapshot()) >= 12 and _all_final(),
+            timeout=60,
+            message=lambda: f"{_states()}\n{worker.log()}",
         )
-        time.sleep(3)
+        worker.settle()
     _assert_exactly_once(smtp, messages)
     lost = DeliveryAttempt.objects.filter(outcome=AttemptOutcome.LOST)
     assert lost.count() == stranded  # the whole claimed remainder, reclaimed after the lease
@@ -114,10 +108,11 @@ def test_it_delivers_everything_after_redis_loses_the_queue(
     assert broker.llen("email") == 0
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
         # Only the beat-driven sweeper can know about these rows now.
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 10 and _all_final()), (
-            f"{_states()}\n{worker.log()}"
+        wait_for(
+            lambda: len(smtp.handler.snapshot()) >= 10 and _all_final(),
+            message=lambda: f"{_states()}\n{worker.log()}",
         )
-        time.sleep(3)
+        worker.settle()
     _assert_exactly_once(smtp, messages)
 
 
@@ -131,16 +126,18 @@ def test_it_rides_out_an_smtp_outage_with_bounded_jittered_retries(
     messages = _enqueue_batch(5)
     env = worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)
     with running_worker(env) as worker:
-        time.sleep(4)
+        # The outage lasts until a message has had as many tries as its budget.
+        wait_for(outage_outlasted_a_budget, message=worker.log)
         assert smtp.handler.snapshot() == []
         during_outage = smtp.handler.connections
         assert 1 <= during_outage <= 12  # threshold + one probe per cool-down, not per message
         assert not OutboundMessage.objects.filter(state=MessageState.FAILED).exists()
         smtp.handler.mail_reply = None
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 5 and _all_final()), (
-            f"{_states()}\n{worker.log()}"
+        wait_for(
+            lambda: len(smtp.handler.snapshot()) >= 5 and _all_final(),
+            message=lambda: f"{_states()}\n{worker.log()}",
         )
-        time.sleep(2)
+        worker.settle()
     _assert_exactly_once(smtp, messages)
     assert set(OutboundMessage.objects.values_list("attempts", flat=True)) == {1}
     delays = list(
@@ -156,10 +153,11 @@ def test_it_fails_a_refused_recipient_once_and_delivers_the_rest(
     smtp.handler.refuse_rcpt["customer1@example.com"] = "550 5.1.1 Mailbox unavailable"
     messages = _enqueue_batch(3)
     with running_worker(worker_env(redis_url=outbox_redis_url, smtp_port=smtp.port)) as worker:
-        assert _wait(lambda: len(smtp.handler.snapshot()) >= 2 and _all_final()), (
-            f"{_states()}\n{worker.log()}"
+        wait_for(
+            lambda: len(smtp.handler.snapshot()) >= 2 and _all_final(),
+            message=lambda: f"{_states()}\n{worker.log()}",
         )
-        time.sleep(3)  # sweeps pass: a failed row stays failed
+        worker.settle()  # a sweep passes: a failed row stays failed
     refused = OutboundMessage.objects.get(idempotency_key="m-1")
     assert refused.state == MessageState.FAILED
     assert refused.attempts == 1

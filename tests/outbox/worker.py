@@ -2,7 +2,8 @@
 
 The worker is a separate process, so it must see the same database as the test: these
 tests run on PostgreSQL with committed (transactional) test data, and the worker is
-pointed at the test database through DATABASE_URL.
+pointed at the test database through DATABASE_URL. `Worker.run_task` and `Worker.settle`
+give the positive signal that tests wait for before asserting that nothing more happened.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from celery import Celery
 from django.conf import settings
+
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = str(Path(sys.executable).with_name("celery"))
@@ -124,15 +128,38 @@ class Worker:
         self.proc = subprocess.Popen(
             cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+        proc = self.proc
+
+        def ready() -> bool:
+            if proc.poll() is not None:
                 raise RuntimeError(f"celery worker exited early:\n{self.log()}")
-            if b" ready." in self.log_path.read_bytes():
-                return self
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"celery worker did not become ready in {timeout}s:\n{self.log()}")
+            return b" ready." in self.log_path.read_bytes()
+
+        try:
+            wait_for(ready, timeout=timeout, message=self.log)
+        except AssertionError:
+            self.kill()
+            raise
+        return self
+
+    def run_task(self, name: str, *, queue: str, args: tuple[Any, ...] = (), timeout: float = 30.0) -> None:
+        """Send task `name` to `queue` and wait until this worker logs that it succeeded.
+
+        Published through a client of the worker's own broker (the test process's app may
+        point elsewhere, e.g. at a hung Redis)."""
+        task_id = f"marker-{uuid.uuid4()}"
+        with Celery(broker=self.env["REDIS_URL"], set_as_current=False) as client:
+            client.send_task(name, args=args, queue=queue, task_id=task_id)
+        done = f"[{task_id}] succeeded".encode()
+        wait_for(lambda: done in self.log_path.read_bytes(), timeout=timeout, message=self.log)
+
+    def settle(self, *periodic: str) -> None:
+        """The positive signal before asserting that nothing more is sent: a sweep (and the
+        given periodic tasks) run now, then an email delivery task queued behind whatever
+        they queued. A wrongly requeued row would then be sending or sent twice."""
+        for name in ("outbox.tasks.sweep_outbox", *periodic):
+            self.run_task(name, queue="periodic")
+        self.run_task("outbox.tasks.deliver_emails", queue="email")
 
     def log(self) -> str:
         return "\n".join(p.read_text(errors="replace")[-6000:] for p in sorted(self.dir.glob("worker-*.log")))
@@ -150,6 +177,22 @@ class Worker:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def outage_outlasted_a_budget() -> bool:
+    """Some message has had as many outage-type attempts as its whole retry budget: were
+    outages counted per message, it would have failed by now."""
+    from django.db.models import Count, F
+
+    from outbox.models import AttemptOutcome, DeliveryAttempt
+
+    return (
+        DeliveryAttempt.objects.filter(outcome=AttemptOutcome.OUTAGE)
+        .values("message", "message__max_attempts")
+        .annotate(n=Count("id"))
+        .filter(n__gte=F("message__max_attempts"))
+        .exists()
+    )
 
 
 @contextmanager
