@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers as s
-from api.base import STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, errors
+from api.base import STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
 from api.filters import ActionItemFilterSerializer, order_by
 from api.permissions import StaffOnly
 from incidents import services
@@ -63,7 +63,7 @@ class ActionItemViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = s.ActionItemCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        item = services.action_item_create(**serializer.validated_data)
+        item = services.action_item_create(**serializer.validated_data, actor=acting_user(request))
         return Response(
             self.get_serializer(item).data,
             status=status.HTTP_201_CREATED,

@@ -81,7 +81,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
+        exc = exceptions.PermissionDenied(str(exc) or None)
     elif isinstance(exc, OperationalError | InterfaceError) or (
         isinstance(exc, DatabaseError) and "timeout" in str(exc).lower()
     ):

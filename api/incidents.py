@@ -189,7 +189,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         incident = self.get_object()
         changes = self._input(s.IncidentEditSerializer)
-        services.incident_edit(incident=incident, changes=changes)
+        services.incident_edit(incident=incident, changes=changes, actor=acting_user(request))
         return self._answer(incident)
 
     def _window(self, incident: Incident, window_id: str) -> ImpactWindow:
@@ -201,7 +201,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
     def add_window(self, request: Request) -> Response:
         incident = self.get_object()
         data = self._input(s.WindowInputSerializer)
-        window = services.impact_window_add(incident=incident, **data)
+        window = services.impact_window_add(incident=incident, **data, actor=acting_user(request))
         return Response(
             s.WindowSerializer(window).data,
             status=status.HTTP_201_CREATED,
@@ -212,7 +212,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         incident = self.get_object()
         window = self._window(incident, window_id)
         if request.method == "DELETE":
-            services.impact_window_delete(window=window)
+            services.impact_window_delete(window=window, actor=acting_user(request))
             return Response(status=status.HTTP_204_NO_CONTENT)
         if request.method == "PATCH":
             changes = self._input(s.WindowEditSerializer)
@@ -224,7 +224,9 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
                 "ended_at": window.ended_at,
                 "description": window.description,
             }
-            window = services.impact_window_edit(window=window, **{**current, **changes})
+            window = services.impact_window_edit(
+                window=window, **{**current, **changes}, actor=acting_user(request)
+            )
             window = self._window(incident, str(window.pk))
         return Response(s.WindowSerializer(window).data)
 
@@ -232,7 +234,9 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         incident = self.get_object()
         window = self._window(incident, window_id)
         data = self._input(s.WindowEndSerializer)
-        window = services.impact_window_close(window=window, ended_at=data["ended_at"])
+        window = services.impact_window_close(
+            window=window, ended_at=data["ended_at"], actor=acting_user(request)
+        )
         return Response(s.WindowSerializer(self._window(incident, str(window.pk))).data)
 
     def resolve_incident(self, request: Request) -> Response:
@@ -401,7 +405,7 @@ class IncidentViewSet(_EditableIncidentViewSet):
     def report(self, request: Request, public_id: str) -> Response:
         incident = self.get_object()
         data = self._input(s.ReportSaveSerializer)
-        services.report_save(incident=incident, **data)
+        services.report_save(incident=incident, **data, actor=acting_user(request))
         return self._answer(incident)
 
     @extend_schema(

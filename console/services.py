@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from console.models import MessageTemplate
+from core import roles
 from core.text import clean_single_line
 from incidents.models import IncidentStatus
 
@@ -19,8 +21,10 @@ def template_save(
     body: str,
     title: str = "",
     status: str = "",
+    actor: User | None = None,
 ) -> MessageTemplate:
     """Create a template, or edit `template`."""
+    roles.check(actor, "template.write")
     name = clean_single_line(name, field="name")
     title = clean_single_line(title, field="title") if title else ""
     if kind not in MessageTemplate.Kind.values:
@@ -47,5 +51,6 @@ def template_save(
 
 
 @transaction.atomic
-def template_delete(*, template: MessageTemplate) -> None:
+def template_delete(*, template: MessageTemplate, actor: User | None = None) -> None:
+    roles.check(actor, "template.write")
     MessageTemplate.objects.filter(pk=template.pk).delete()

@@ -1,8 +1,9 @@
 """The staff console: thin views. Parse the form, call one service, redirect.
 
-Every view is staff-only and runs in settings.DISPLAY_TIME_ZONE, so times are shown and
-typed in the zone the public page uses (and named next to them); the database and the
-services see UTC.
+Every view is staff-only, needs a role that may read the console (core.roles), and runs
+in settings.DISPLAY_TIME_ZONE, so times are shown and typed in the zone the public page
+uses (and named next to them); the database and the services see UTC. The services check
+each write against the user's role; a refusal is a 403 page with its message.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.core.exceptions import ValidationError
+from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -32,6 +35,7 @@ from console.forms import (
     level_field_name,
 )
 from console.models import MessageTemplate
+from core import roles
 from core.admin import add_validation_errors
 from core.timezones import display_zone_active
 from incidents import services
@@ -42,16 +46,46 @@ View = Callable[..., HttpResponse]
 
 
 def console_view(view: View) -> View:
-    """Staff only (else the Django login), in the display time zone, never cached."""
+    """Staff only (else the Django login), with a role that may read the console, in the
+    display time zone, never cached. A write the role does not allow is a 403 page."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        with display_zone_active():
-            response = view(request, *args, **kwargs)
+        if not roles.allowed(request.user, "console.view"):
+            response = _no_role(request)
+        else:
+            try:
+                with display_zone_active():
+                    response = view(request, *args, **kwargs)
+            except PermissionDenied as refused:
+                response = refused_page(request, str(refused))
         response["Cache-Control"] = "no-store"
         return response
 
     return staff_member_required(wrapper)
+
+
+def refused_page(request: HttpRequest, message: str, *, ask: list[str] | None = None) -> HttpResponse:
+    return render(request, "console/403.html", {"message": message, "ask": ask}, status=403)
+
+
+def _no_role(request: HttpRequest) -> HttpResponse:
+    """A staff account in no role: say so, and name the people who can give it one."""
+    administrators = (
+        User.objects.filter(is_active=True, is_staff=True)
+        .filter(Q(is_superuser=True) | Q(groups__name="Administrator"))
+        .distinct()
+        .order_by("username")
+        .values_list("username", flat=True)[:10]
+    )
+    message = "Your account has no role in the console yet, so it cannot read or change anything here."
+    return refused_page(request, message, ask=list(administrators))
+
+
+def _require(request: HttpRequest, action: str) -> None:
+    """Refuse a page that exists only to take an action the user's role does not allow
+    (the services check the write itself again)."""
+    roles.check(request.user, action)
 
 
 def _incident(request: HttpRequest, public_id: str) -> Incident:
@@ -83,6 +117,7 @@ def now(request: HttpRequest) -> HttpResponse:
 
 @console_view
 def declare(request: HttpRequest) -> HttpResponse:
+    _require(request, "incident.declare")
     groups = selectors.products_by_group()
     preview = ""
     if request.method == "POST":
@@ -153,7 +188,7 @@ def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
     incident = _incident(request, public_id)
     try:
         # Also cancels a pending auto-publish of an alert-fed draft.
-        alert_services.alert_draft_publish(incident=incident)
+        alert_services.alert_draft_publish(incident=incident, actor=request.user)  # type: ignore[arg-type]
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
@@ -169,6 +204,7 @@ def update(request: HttpRequest, public_id: str) -> HttpResponse:
     incident = _incident(request, public_id)
     targets = list(selectors.console_incident(incident=incident).targets)
     resolving = request.GET.get("resolve") == "1"
+    _require(request, "incident.resolve" if resolving else "incident.update")
     preview = ""
     if request.method == "POST":
         form = UpdateForm(request.POST, incident=incident, targets=targets)
@@ -245,18 +281,9 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
     if request.method == "POST":
         form = ReportForm(request.POST)
         formset = ActionItemFormSet(request.POST, initial=[_item_initial(i) for i in items], prefix="items")
-        if form.is_valid() and formset.is_valid() and _save_report(incident, form, formset):
-            if "_publish" in request.POST:
-                try:
-                    services.report_publish(incident=incident, actor=request.user)  # type: ignore[arg-type]
-                except ValidationError as exc:
-                    add_validation_errors(form, exc)
-                else:
-                    messages.success(request, "Published the incident report; the incident is in postmortem.")
-                    return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
-            else:
-                messages.success(request, "Saved the incident report (not published).")
-                return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]) + "#preview")
+        done = _report_post(request, incident, form, formset)
+        if done is not None:
+            return done
     else:
         initial: dict[str, Any] = {}
         if existing is not None:
@@ -286,7 +313,40 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
     )
 
 
-def _save_report(incident: Incident, form: ReportForm, formset: Any) -> bool:
+def _report_post(
+    request: HttpRequest, incident: Incident, form: ReportForm, formset: Any
+) -> HttpResponse | None:
+    """Save (and publish) the report; a redirect when done, None to show the form again.
+
+    An approver who may publish but not write publishes the report as it stands: the
+    page shows them no form to save.
+    """
+    user: User = request.user  # type: ignore[assignment]
+    publishing = "_publish" in request.POST
+    if publishing:
+        # Checked before saving, so a refused publish does not leave a half-done save.
+        roles.check(user, "report.publish")
+    as_it_stands = publishing and not roles.allowed(user, "report.write")
+    if not as_it_stands and not (
+        form.is_valid() and formset.is_valid() and _save_report(incident, form, formset, user)
+    ):
+        return None
+    if not publishing:
+        messages.success(request, "Saved the incident report (not published).")
+        return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]) + "#preview")
+    try:
+        services.report_publish(incident=incident, actor=user)
+    except ValidationError as exc:
+        if as_it_stands:
+            messages.error(request, " ".join(exc.messages))
+            return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]))
+        add_validation_errors(form, exc)
+        return None
+    messages.success(request, "Published the incident report; the incident is in postmortem.")
+    return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
+
+
+def _save_report(incident: Incident, form: ReportForm, formset: Any, user: User) -> bool:
     rows = []
     item_forms = []
     for item_form in formset.forms:
@@ -299,7 +359,7 @@ def _save_report(incident: Incident, form: ReportForm, formset: Any) -> bool:
         rows.append(services.ActionItemChange(item_id=item_id, fields=fields))
         item_forms.append(item_form)
     try:
-        services.report_save_with_action_items(incident=incident, items=rows, **form.cleaned_data)
+        services.report_save_with_action_items(incident=incident, items=rows, actor=user, **form.cleaned_data)
     except services.ActionItemRejected as rejected:
         add_validation_errors(item_forms[rejected.index], rejected.error)
         form.add_error(None, "An action item has an error (marked below); nothing was saved.")
@@ -324,12 +384,17 @@ def templates(request: HttpRequest) -> HttpResponse:
 
 @console_view
 def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    _require(request, "template.write")
     template = get_object_or_404(MessageTemplate, pk=pk) if pk is not None else None
     if request.method == "POST":
         form = TemplateForm(request.POST)
         if form.is_valid():
             try:
-                saved = console_services.template_save(template=template, **form.cleaned_data)
+                saved = console_services.template_save(
+                    template=template,
+                    actor=request.user,
+                    **form.cleaned_data,  # type: ignore[arg-type]
+                )
             except ValidationError as exc:
                 add_validation_errors(form, exc)
             else:
@@ -355,7 +420,7 @@ def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
 @require_POST
 def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
     template = get_object_or_404(MessageTemplate, pk=pk)
-    console_services.template_delete(template=template)
+    console_services.template_delete(template=template, actor=request.user)  # type: ignore[arg-type]
     messages.success(request, f"Deleted the template “{template.name}”.")
     return HttpResponseRedirect(reverse("console:templates"))
 

@@ -18,6 +18,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 
+from core import roles
 from incidents import uptime
 from insights import metrics, present, selectors
 from insights.forms import InsightsFilterForm
@@ -33,6 +34,7 @@ def staff_required(view: View) -> View:
             return redirect_to_login(request.get_full_path())
         if not user.is_staff:
             raise PermissionDenied("Staff only.")
+        roles.check(user, "console.view")
         return view(request, *args, **kwargs)
 
     return wrapper

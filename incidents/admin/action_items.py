@@ -13,21 +13,27 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from core.admin import ServiceModelAdmin, adopt, call_service
+from core.admin import ServiceModelAdmin, actor, adopt, call_service
 from incidents import services
 from incidents.models import ActionItem, Incident
 
 
-def save_action_item_form(form: Any, *, incident: Incident, context: str = "") -> ActionItem | None:
+def save_action_item_form(
+    form: Any, *, incident: Incident, request: HttpRequest, context: str = ""
+) -> ActionItem | None:
     """Create or edit one action item from an admin form (the page or the incident inline)."""
     data = form.cleaned_data
     if form.instance.pk is None:
         fields = {name: data[name] for name in ActionItem.FIELDS if name in data}
-        return call_service(context, services.action_item_create, incident=incident, **fields)  # type: ignore[no-any-return]
+        return call_service(
+            context, services.action_item_create, incident=incident, **fields, actor=actor(request)
+        )  # type: ignore[no-any-return]
     changes = {name: data[name] for name in form.changed_data if name in ActionItem.FIELDS}
     if not changes:
         return None
-    return call_service(context, services.action_item_edit, item=form.instance, changes=changes)  # type: ignore[no-any-return]
+    return call_service(  # type: ignore[no-any-return]
+        context, services.action_item_edit, item=form.instance, changes=changes, actor=actor(request)
+    )
 
 
 class OverdueFilter(admin.SimpleListFilter):
@@ -93,7 +99,9 @@ class ActionItemAdmin(ServiceModelAdmin):
         return ["incident"] if obj is not None else []
 
     def save_model(self, request: HttpRequest, obj: ActionItem, form: Any, change: bool) -> None:
-        item = save_action_item_form(form, incident=form.cleaned_data.get("incident") or obj.incident)
+        item = save_action_item_form(
+            form, incident=form.cleaned_data.get("incident") or obj.incident, request=request
+        )
         if item is not None:
             adopt(obj, item)
 
@@ -101,7 +109,7 @@ class ActionItemAdmin(ServiceModelAdmin):
         count = 0
         for item in queryset:
             if item.status != status:
-                services.action_item_edit(item=item, changes={"status": status})
+                services.action_item_edit(item=item, changes={"status": status}, actor=actor(request))
                 count += 1
         self.message_user(request, f"Updated {count} action item(s).", messages.SUCCESS)
 

@@ -10,7 +10,7 @@ from django.db.models import Case, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import HttpRequest
 from django.utils import timezone
 
-from core.admin import ServiceModelAdmin, TabularInlineBase, adopt, call_service, record_formset
+from core.admin import ServiceModelAdmin, TabularInlineBase, actor, adopt, call_service, record_formset
 from incidents import services
 from incidents.admin.forms import (
     LocationAdminForm,
@@ -41,17 +41,19 @@ class CatalogueAdmin(ServiceModelAdmin):
         if change:
             changes = {name: data[name] for name in form.changed_data if name in fields}
             if changes:
-                call_service("", type(self).edit, **{self.entity: obj}, changes=changes)
+                call_service("", type(self).edit, **{self.entity: obj}, changes=changes, actor=actor(request))
             return
-        saved = call_service("", type(self).create, **{name: data[name] for name in fields})
+        saved = call_service(
+            "", type(self).create, **{name: data[name] for name in fields}, actor=actor(request)
+        )
         adopt(obj, saved)
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        type(self).delete(**{self.entity: obj})
+        type(self).delete(**{self.entity: obj}, actor=actor(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         for obj in queryset:
-            type(self).delete(**{self.entity: obj})
+            type(self).delete(**{self.entity: obj}, actor=actor(request))
 
 
 INLINE_PRODUCT_FIELDS: list[str] = ["name", "slug", "position", "is_public"]
@@ -82,7 +84,7 @@ class ProductGroupAdmin(CatalogueAdmin):
         new, changed, deleted = [], [], []
         for row in formset.deleted_forms:
             if row.instance.pk is not None:
-                services.product_delete(product=row.instance)
+                services.product_delete(product=row.instance, actor=actor(request))
                 deleted.append(row.instance)
         for number, row in enumerate(formset.forms, start=1):
             if row in formset.deleted_forms or not row.has_changed():
@@ -90,12 +92,22 @@ class ProductGroupAdmin(CatalogueAdmin):
             data, context = row.cleaned_data, f"Product {number}"
             if row.instance.pk is None:
                 fields = {name: data[name] for name in INLINE_PRODUCT_FIELDS if name in data}
-                new.append(call_service(context, services.product_create, **fields, group=form.instance))
+                new.append(
+                    call_service(
+                        context, services.product_create, **fields, group=form.instance, actor=actor(request)
+                    )
+                )
             else:
                 changes = {name: data[name] for name in row.changed_data if name in INLINE_PRODUCT_FIELDS}
                 changed.append(
                     (
-                        call_service(context, services.product_edit, product=row.instance, changes=changes),
+                        call_service(
+                            context,
+                            services.product_edit,
+                            product=row.instance,
+                            changes=changes,
+                            actor=actor(request),
+                        ),
                         row.changed_data,
                     )
                 )

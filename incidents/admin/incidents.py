@@ -187,7 +187,7 @@ class IncidentAdmin(ServiceModelAdmin):
             if name in services.INCIDENT_EDITABLE_FIELDS
         }
         if changes:
-            call_service("", services.incident_edit, incident=obj, changes=changes)
+            call_service("", services.incident_edit, incident=obj, changes=changes, actor=actor(request))
 
     def save_related(self, request: HttpRequest, form: Any, formsets: list[Any], change: bool) -> None:
         if not change:
@@ -246,22 +246,27 @@ class IncidentAdmin(ServiceModelAdmin):
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         incident: Incident = form.instance
         if formset.model is ImpactWindow:
-            self._save_windows(incident, formset)
+            self._save_windows(incident, formset, request)
         elif formset.model is IncidentReport:
-            self._save_report(incident, formset)
+            self._save_report(incident, formset, request)
         elif formset.model is ActionItem:
-            self._save_action_items(incident, formset)
+            self._save_action_items(incident, formset, request)
         else:
             record_formset(formset, new=[], changed=[], deleted=[])  # the timeline is read only
 
-    def _save_windows(self, incident: Incident, formset: Any) -> None:
+    def _save_windows(self, incident: Incident, formset: Any, request: HttpRequest) -> None:
         new, changed, deleted = [], [], []
         deleting = set(formset.deleted_forms) if formset.can_delete else set()
         for number, window_form in enumerate(formset.forms, start=1):
             context = f"Impact window {number}"
             if window_form in deleting:
                 if window_form.instance.pk is not None:
-                    call_service(context, services.impact_window_delete, window=window_form.instance)
+                    call_service(
+                        context,
+                        services.impact_window_delete,
+                        window=window_form.instance,
+                        actor=actor(request),
+                    )
                     deleted.append(window_form.instance)
                 continue
             if not window_form.has_changed():
@@ -279,6 +284,7 @@ class IncidentAdmin(ServiceModelAdmin):
                         started_at=data["started_at"],
                         ended_at=data.get("ended_at"),
                         description=data.get("description", ""),
+                        actor=actor(request),
                     )
                 )
             elif (
@@ -292,6 +298,7 @@ class IncidentAdmin(ServiceModelAdmin):
                     services.impact_window_close,
                     window=window_form.instance,
                     ended_at=data["ended_at"],
+                    actor=actor(request),
                 )
                 changed.append((window, window_form.changed_data))
             else:
@@ -305,11 +312,12 @@ class IncidentAdmin(ServiceModelAdmin):
                     started_at=data["started_at"],
                     ended_at=data.get("ended_at"),
                     description=data.get("description", ""),
+                    actor=actor(request),
                 )
                 changed.append((window, window_form.changed_data))
         record_formset(formset, new=new, changed=changed, deleted=deleted)
 
-    def _save_report(self, incident: Incident, formset: Any) -> None:
+    def _save_report(self, incident: Incident, formset: Any, request: HttpRequest) -> None:
         new, changed = [], []
         for report_form in formset.forms:
             if not report_form.has_changed():
@@ -325,11 +333,16 @@ class IncidentAdmin(ServiceModelAdmin):
                 root_cause=data.get("root_cause", ""),
                 remediation=data.get("remediation", ""),
                 impact_description=data.get("impact_description", ""),
+                actor=actor(request),
             )
             status = data.get("status")
             if status and status != report.status:
                 report = call_service(
-                    "Incident report", services.report_set_status, incident=incident, status=status
+                    "Incident report",
+                    services.report_set_status,
+                    incident=incident,
+                    status=status,
+                    actor=actor(request),
                 )
             if existed:
                 changed.append((report, report_form.changed_data))
@@ -337,13 +350,15 @@ class IncidentAdmin(ServiceModelAdmin):
                 new.append(report)
         record_formset(formset, new=new, changed=changed, deleted=[])
 
-    def _save_action_items(self, incident: Incident, formset: Any) -> None:
+    def _save_action_items(self, incident: Incident, formset: Any, request: HttpRequest) -> None:
         new, changed = [], []
         for number, item_form in enumerate(formset.forms, start=1):
             if not item_form.has_changed():
                 continue
             is_new = item_form.instance.pk is None or item_form in formset.extra_forms
-            item = save_action_item_form(item_form, incident=incident, context=f"Action item {number}")
+            item = save_action_item_form(
+                item_form, incident=incident, request=request, context=f"Action item {number}"
+            )
             if is_new:
                 new.append(item)
             elif item is not None:
@@ -351,11 +366,11 @@ class IncidentAdmin(ServiceModelAdmin):
         record_formset(formset, new=new, changed=changed, deleted=[])
 
     def delete_model(self, request: HttpRequest, obj: Incident) -> None:
-        services.incident_delete(incident=obj)
+        services.incident_delete(incident=obj, actor=actor(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Incident]) -> None:
         for incident in queryset:
-            services.incident_delete(incident=incident)
+            services.incident_delete(incident=incident, actor=actor(request))
 
 
 def _filled_forms(formset: BaseFormSet) -> list[dict[str, Any]]:

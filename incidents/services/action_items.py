@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from core import roles
 from core.text import clean_single_line
 from edge import version as public_cache
 from incidents.models import ActionItem, Incident
@@ -29,8 +31,10 @@ def action_item_create(
     due_date: date | None = None,
     tracker_url: str = "",
     is_public: bool = False,
+    actor: User | None = None,
 ) -> ActionItem:
     """Create an item from ActionItem.FIELDS (the parameters, in that order)."""
+    roles.check(actor, "report.write")
     title = clean_single_line(title, field="title")
     description, description_html = markdown_field(description, field="description")
     item = ActionItem(
@@ -54,7 +58,8 @@ def action_item_create(
 
 
 @transaction.atomic
-def action_item_edit(*, item: ActionItem, changes: dict[str, Any]) -> ActionItem:
+def action_item_edit(*, item: ActionItem, changes: dict[str, Any], actor: User | None = None) -> ActionItem:
+    roles.check(actor, "report.write")
     unknown = set(changes) - set(ActionItem.FIELDS)
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
@@ -95,16 +100,19 @@ class ActionItemRejected(Exception):
 
 
 @transaction.atomic
-def action_items_save(*, incident: Incident, rows: Sequence[ActionItemChange]) -> None:
+def action_items_save(
+    *, incident: Incident, rows: Sequence[ActionItemChange], actor: User | None = None
+) -> None:
     """Create and edit the incident's items together: one refused row saves none of them."""
+    roles.check(actor, "report.write")
     own = {item.pk: item for item in incident.action_items.all()}
     for index, row in enumerate(rows):
         try:
             if row.item_id is None:
-                action_item_create(incident=incident, **row.fields)
+                action_item_create(incident=incident, actor=actor, **row.fields)
             elif row.item_id not in own:
                 raise ValidationError("This action item belongs to another incident.")
             else:
-                action_item_edit(item=own[row.item_id], changes=row.fields)
+                action_item_edit(item=own[row.item_id], changes=row.fields, actor=actor)
         except ValidationError as exc:
             raise ActionItemRejected(index, exc) from exc

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 
+from core import roles
 from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
 from incidents.markdown import render_for_storage
@@ -44,33 +46,41 @@ def _save(instance: M, *, changes: dict[str, Any], allowed: frozenset[str], sing
 
 
 @transaction.atomic
-def product_create(**fields: Any) -> Product:
+def product_create(*, actor: User | None = None, **fields: Any) -> Product:
+    roles.check(actor, "incident.edit")
     return _save(Product(), changes=fields, allowed=PRODUCT_FIELDS, single_line={"name": 100})
 
 
 @transaction.atomic
-def product_edit(*, product: Product, changes: dict[str, Any]) -> Product:
+def product_edit(*, product: Product, changes: dict[str, Any], actor: User | None = None) -> Product:
+    roles.check(actor, "incident.edit")
     return _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
 
 
 @transaction.atomic
-def product_delete(*, product: Product) -> None:
+def product_delete(*, product: Product, actor: User | None = None) -> None:
+    roles.check(actor, "incident.edit")
     Product.objects.filter(pk=product.pk).delete()
     public_cache.public_state_changed()
 
 
 @transaction.atomic
-def product_group_create(**fields: Any) -> ProductGroup:
+def product_group_create(*, actor: User | None = None, **fields: Any) -> ProductGroup:
+    roles.check(actor, "incident.edit")
     return _save(ProductGroup(), changes=fields, allowed=GROUP_FIELDS, single_line={"name": 100})
 
 
 @transaction.atomic
-def product_group_edit(*, group: ProductGroup, changes: dict[str, Any]) -> ProductGroup:
+def product_group_edit(
+    *, group: ProductGroup, changes: dict[str, Any], actor: User | None = None
+) -> ProductGroup:
+    roles.check(actor, "incident.edit")
     return _save(group, changes=changes, allowed=GROUP_FIELDS, single_line={"name": 100})
 
 
 @transaction.atomic
-def product_group_delete(*, group: ProductGroup) -> None:
+def product_group_delete(*, group: ProductGroup, actor: User | None = None) -> None:
+    roles.check(actor, "incident.edit")
     ProductGroup.objects.filter(pk=group.pk).delete()
     public_cache.public_state_changed()
 
@@ -79,12 +89,14 @@ _LOCATION_LINES = {"name": 64, "display_name": 100}
 
 
 @transaction.atomic
-def location_create(**fields: Any) -> Location:
+def location_create(*, actor: User | None = None, **fields: Any) -> Location:
+    roles.check(actor, "incident.edit")
     return _save(Location(), changes=fields, allowed=LOCATION_FIELDS, single_line=_LOCATION_LINES)
 
 
 @transaction.atomic
-def location_edit(*, location: Location, changes: dict[str, Any]) -> Location:
+def location_edit(*, location: Location, changes: dict[str, Any], actor: User | None = None) -> Location:
+    roles.check(actor, "incident.edit")
     parent = changes.get("parent")
     # Walk up from the new parent: a location may not end up inside its own subtree.
     node = parent
@@ -96,6 +108,7 @@ def location_edit(*, location: Location, changes: dict[str, Any]) -> Location:
 
 
 @transaction.atomic
-def location_delete(*, location: Location) -> None:
+def location_delete(*, location: Location, actor: User | None = None) -> None:
+    roles.check(actor, "incident.edit")
     Location.objects.filter(pk=location.pk).delete()
     public_cache.public_state_changed()

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core import roles
 from core.text import check_time, clean_single_line, clean_text
 from edge import version as public_cache
 from incidents import events
@@ -147,6 +148,7 @@ def incident_open(
     No double-submit guard: the staff interfaces call `incident_declare`; this is also
     the write of alert-fed drafts and of the demo data.
     """
+    roles.check(created_by, "incident.declare")
     title = clean_single_line(title, field="title")
     status = _opening_status(kind=kind, impact=impact, status=status)
     started_at = _opening_start(
@@ -196,6 +198,7 @@ def incident_declare(*, title: str, **fields: Any) -> Incident:
     behind the double-submit guard, so one title sent twice within minutes, even at the
     same instant, files one incident and refuses the other. The API calls `incident_open`
     itself: its retries are made safe by their Idempotency-Key."""
+    roles.check(fields.get("created_by"), "incident.declare")
     guard = check_not_declared_twice(title=title)
     incident = incident_open(title=title, **fields)
     record_declared(guard=guard, incident=incident)
@@ -217,6 +220,7 @@ def incident_post_update(
     Posting a closing status (resolved / completed) resolves the incident, closing its
     open windows. `postmortem` is reached only by publishing the report.
     """
+    roles.check(author, "incident.update")
     if not (body or "").strip():
         raise ValidationError({"body": "Say what changed."})
     check_time(display_at, field="display_at", future=horizon_for(incident.kind))
@@ -263,6 +267,7 @@ def incident_resolve(
     notify: bool = True,
 ) -> IncidentUpdate:
     """Resolve (or complete, for maintenance): close open windows, record the time."""
+    roles.check(author, "incident.resolve")
     # Row lock: two staff pressing "resolve" at once must not post two resolutions.
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.is_closed:
@@ -363,8 +368,9 @@ def _check_edited_times(incident: Incident, changes: dict[str, Any]) -> None:
 
 
 @transaction.atomic
-def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
+def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | None = None) -> Incident:
     """Edit the descriptive fields and times of an incident (not its kind or status)."""
+    roles.check(actor, "incident.edit")
     unknown = set(changes) - INCIDENT_EDITABLE_FIELDS
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
@@ -380,8 +386,9 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
 
 
 @transaction.atomic
-def incident_delete(*, incident: Incident) -> None:
+def incident_delete(*, incident: Incident, actor: User | None = None) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
+    roles.check(actor, "incident.edit")
     Incident.objects.filter(pk=incident.pk).delete()
     public_cache.public_state_changed()
 
@@ -409,6 +416,8 @@ def incident_post_update_with_levels(
     given with a closing status are not applied. `impact`, when given, becomes the
     incident's impact (the banner follows it while the incident is open).
     """
+    # Checked here, not only in incident_post_update: the levels move first.
+    roles.check(author, "incident.update")
     display_at = display_at or timezone.now()
     if impact is not None and impact not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {impact!r}."})
@@ -435,6 +444,7 @@ def incident_post_update_with_levels(
 def incident_post_update_once(*, incident: Incident, status: str, body: str, **fields: Any) -> IncidentUpdate:
     """A person posts an update (console): `incident_post_update_with_levels`, refused when
     it repeats the update just posted (a double submit)."""
+    roles.check(fields.get("author"), "incident.update")
     # Row lock: a second submit waits for the first to commit, then sees its update.
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     check_update_not_repeated(incident=incident, status=status, body=body)

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
+from core import roles
 from edge import version as public_cache
 from incidents import events
 from incidents.models import Incident
 
 
 @transaction.atomic
-def incident_publish(*, incident: Incident) -> Incident:
+def incident_publish(*, incident: Incident, actor: User | None = None) -> Incident:
     """Make a draft public. Subscribers hear "opened" now, not when the draft was filed.
 
     Idempotent: publishing a public incident changes nothing and tells nobody. A draft
     that already resolved is published into the history without an announcement, since
     telling subscribers "opened" about something long over would mislead them.
     """
+    roles.check(actor, "incident.publish_draft")
     # Row lock: a staff click and the auto-publish tick must announce once between them.
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     if incident.is_public:

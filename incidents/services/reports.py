@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core import roles
 from edge import version as public_cache
 from incidents import events
 from incidents.models import Incident, IncidentReport
@@ -28,8 +29,10 @@ def report_save(
     root_cause: str = "",
     remediation: str = "",
     impact_description: str = "",
+    actor: User | None = None,
 ) -> IncidentReport:
     """Create or edit the incident report. A published report stays published."""
+    roles.check(actor, "report.write")
     if kind not in IncidentReport.Kind.values:
         raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
     report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
@@ -51,12 +54,13 @@ def report_save(
 
 @transaction.atomic
 def report_save_with_action_items(
-    *, incident: Incident, items: Sequence[ActionItemChange], **report: str
+    *, incident: Incident, items: Sequence[ActionItemChange], actor: User | None = None, **report: str
 ) -> IncidentReport:
     """The console's report page: the report and its action items, all saved or none
     (an `ActionItemRejected` names the refused row)."""
-    saved = report_save(incident=incident, **report)
-    action_items_save(incident=incident, rows=items)
+    roles.check(actor, "report.write")
+    saved = report_save(incident=incident, actor=actor, **report)
+    action_items_save(incident=incident, rows=items, actor=actor)
     return saved
 
 
@@ -65,6 +69,7 @@ def report_publish(
     *, incident: Incident, published_at: datetime | None = None, actor: User | None = None
 ) -> IncidentReport:
     """Publish the incident report; the incident moves to `postmortem`."""
+    roles.check(actor, "report.publish")
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     try:
         report = IncidentReport.objects.select_for_update().get(incident=incident)
@@ -89,8 +94,9 @@ def report_publish(
 
 
 @transaction.atomic
-def report_set_status(*, incident: Incident, status: str) -> IncidentReport:
+def report_set_status(*, incident: Incident, status: str, actor: User | None = None) -> IncidentReport:
     """Move a report between draft and in review; publishing is `report_publish`."""
+    roles.check(actor, "report.write")
     if status not in (IncidentReport.Status.DRAFT, IncidentReport.Status.IN_REVIEW):
         raise ValidationError({"status": "Use “Publish report” to publish."})
     try:

@@ -6,10 +6,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core import roles
 from core.text import check_time
 from incidents.models import ImpactWindow, Incident, Location, Product
 from incidents.services._common import horizon_for, markdown_field, require_aware, touch, validate_window
@@ -25,7 +27,9 @@ def impact_window_add(
     ended_at: datetime | None = None,
     location: Location | None = None,
     description: str = "",
+    actor: User | None = None,
 ) -> ImpactWindow:
+    roles.check(actor, "incident.edit")
     validate_window(
         level=level, started_at=started_at, ended_at=ended_at, product=product, incident_kind=incident.kind
     )
@@ -45,7 +49,10 @@ def impact_window_add(
 
 
 @transaction.atomic
-def impact_window_close(*, window: ImpactWindow, ended_at: datetime | None = None) -> ImpactWindow:
+def impact_window_close(
+    *, window: ImpactWindow, ended_at: datetime | None = None, actor: User | None = None
+) -> ImpactWindow:
+    roles.check(actor, "incident.edit")
     window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
     if window.ended_at is not None:
         raise ValidationError("This impact window is already closed.")
@@ -69,8 +76,10 @@ def impact_window_edit(
     ended_at: datetime | None = None,
     location: Location | None = None,
     description: str = "",
+    actor: User | None = None,
 ) -> ImpactWindow:
     """Correct an impact window (scope, level, times); the same rules as adding one."""
+    roles.check(actor, "incident.edit")
     window = ImpactWindow.objects.select_for_update().get(pk=window.pk)
     validate_window(
         level=level,
@@ -102,7 +111,8 @@ def impact_window_edit(
 
 
 @transaction.atomic
-def impact_window_delete(*, window: ImpactWindow) -> None:
+def impact_window_delete(*, window: ImpactWindow, actor: User | None = None) -> None:
+    roles.check(actor, "incident.edit")
     incident = window.incident
     ImpactWindow.objects.filter(pk=window.pk).delete()
     touch(incident)
