@@ -26,6 +26,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from demo import roles as demo_roles
 from incidents import services
 from incidents.models import (
     ActionItem,
@@ -65,6 +66,7 @@ class DemoSummary:
     """What one run created. A second run reports zeros and lists everything as skipped."""
 
     staff_user_created: bool = False
+    role_users_created: int = 0
     product_groups_created: int = 0
     products_created: int = 0
     locations_created: int = 0
@@ -75,6 +77,7 @@ class DemoSummary:
     def created_anything(self) -> bool:
         return bool(
             self.staff_user_created
+            or self.role_users_created
             or self.product_groups_created
             or self.products_created
             or self.locations_created
@@ -947,8 +950,11 @@ def load(*, stdout: Writer | None = None, now: datetime | None = None) -> DemoSu
         if stdout is not None:
             stdout.write(msg + "\n")
 
-    say("Staff account")
+    say("Staff accounts")
     staff = _ensure_staff(stdout, summary)
+    # The demo writes as `staff`, through the same role checks as everyone else.
+    demo_roles.join(staff, "Administrator")
+    summary.role_users_created = demo_roles.ensure_role_users(stdout)
     say("Products and locations")
     with transaction.atomic():
         products, locations = _ensure_catalogue(summary)

@@ -13,7 +13,9 @@ from django.core.management import call_command
 from django.db.models import Model
 from django.test import RequestFactory
 
+from core.roles import ROLES
 from demo import incidents as demo
+from demo.roles import DEMO_USERS
 from incidents import selectors
 from incidents.intervals import format_duration
 from incidents.models import (
@@ -64,7 +66,7 @@ def test_it_loads_twice_without_changing_anything() -> None:
     assert snapshot() == before
     counts = {name: len(rows) for name, rows in before.items()}
     assert counts == {
-        "User": 1,
+        "User": 7,
         "ProductGroup": 2,
         "Product": 8,
         "Location": 13,
@@ -174,6 +176,24 @@ def test_it_keeps_an_existing_staff_password() -> None:
     assert user.check_password("changed-by-ops")
     assert not user.check_password("staff-demo")
     assert user.email == "ops@example.org"
+    # ...but it joins the Administrator group, so the demo (and the console) work as before.
+    assert user.groups.filter(name="Administrator").exists()
+
+
+def test_it_creates_one_login_per_role(client) -> None:  # type: ignore[no-untyped-def]
+    first = demo.load(now=NOW)
+    second = demo.load(now=NOW)
+
+    assert first.role_users_created == len(ROLES) and second.role_users_created == 0
+    for username, role in DEMO_USERS:
+        user = User.objects.get(username=username)
+        assert user.is_staff and not user.is_superuser
+        assert list(user.groups.values_list("name", flat=True)) == [role]
+        assert client.login(
+            request=RequestFactory().post("/admin/login/"), username=username, password=f"{username}-demo"
+        )
+        assert client.get("/manage/").status_code == 200
+        client.logout()
 
 
 def test_it_tells_the_2009_gmail_outage_in_90_minutes() -> None:
