@@ -52,7 +52,7 @@ def ensure_database(database_url: str) -> None:
 
 
 def reset() -> Any:
-    from django.contrib.auth.models import User
+    from django.contrib.auth.models import Group, User
     from django.core.management import call_command
 
     from incidents.models import Product, ProductGroup
@@ -67,7 +67,10 @@ def reset() -> Any:
             for i in range(20)
         ]
     )
-    return User.objects.create_user("bench", is_staff=True)
+    user = User.objects.create_user("bench", is_staff=True)
+    # The insights pages need a role that may read the console (core.roles).
+    user.groups.add(Group.objects.get(name="Viewer"))
+    return user
 
 
 def add_incidents(count: int, *, now: datetime, span: timedelta, offset: int = 0) -> None:
