@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from core.roles import ROLES
 from incidents import services
 from incidents.models import Incident
 from tests.builders import make_incident, make_product, utc
@@ -97,3 +101,12 @@ def test_an_approver_publishes_the_report_as_it_stands(client: Client) -> None:
         ).status_code
         == 403
     )
+
+
+def test_the_readme_lists_each_role_as_core_roles_does() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for role, actions in ROLES.items():
+        row = re.search(rf"^\| {role} \(.*$", readme, re.MULTILINE)
+        assert row is not None, role
+        if role != "Administrator":
+            assert set(re.findall(r"`([a-z_]+\.[a-z_]+)`", row.group())) == set(actions), role
