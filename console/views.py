@@ -88,6 +88,12 @@ def _require(request: HttpRequest, action: str) -> None:
     roles.check(request.user, action)
 
 
+def _user(request: HttpRequest) -> User:
+    user = request.user
+    assert isinstance(user, User)  # console_view let only a signed-in staff member in
+    return user
+
+
 def _incident(request: HttpRequest, public_id: str) -> Incident:
     return incident_get_for_user(public_id=public_id, user=request.user)
 
@@ -164,7 +170,7 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
             started_at=started_at,
             body=data["body"],
             windows=windows,
-            created_by=request.user,
+            created_by=_user(request),
             is_public="_draft" not in request.POST,
             notify=bool(data["notify"]),
         )
@@ -188,7 +194,7 @@ def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
     incident = _incident(request, public_id)
     try:
         # Also cancels a pending auto-publish of an alert-fed draft.
-        alert_services.alert_draft_publish(incident=incident, actor=request.user)  # type: ignore[arg-type]
+        alert_services.alert_draft_publish(incident=incident, actor=_user(request))
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
@@ -257,7 +263,7 @@ def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> 
             body=data["body"],
             levels=levels,
             impact=impact,
-            author=request.user,  # type: ignore[arg-type]
+            author=_user(request),
             display_at=data["display_at"],
             notify=bool(data["notify"]),
         )
@@ -321,7 +327,7 @@ def _report_post(
     An approver who may publish but not write publishes the report as it stands: the
     page shows them no form to save.
     """
-    user: User = request.user  # type: ignore[assignment]
+    user = _user(request)
     publishing = "_publish" in request.POST
     if publishing:
         # Checked before saving, so a refused publish does not leave a half-done save.
@@ -392,8 +398,8 @@ def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
             try:
                 saved = console_services.template_save(
                     template=template,
-                    actor=request.user,
-                    **form.cleaned_data,  # type: ignore[arg-type]
+                    actor=_user(request),
+                    **form.cleaned_data,
                 )
             except ValidationError as exc:
                 add_validation_errors(form, exc)
@@ -420,7 +426,7 @@ def template_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
 @require_POST
 def template_delete(request: HttpRequest, pk: int) -> HttpResponse:
     template = get_object_or_404(MessageTemplate, pk=pk)
-    console_services.template_delete(template=template, actor=request.user)  # type: ignore[arg-type]
+    console_services.template_delete(template=template, actor=_user(request))
     messages.success(request, f"Deleted the template “{template.name}”.")
     return HttpResponseRedirect(reverse("console:templates"))
 
