@@ -28,7 +28,9 @@ from credits.models import CreditNotice, Customer, NoticeState
 LETTER_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox"
 
 
-def finance(action: str | None = None) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+def finance(
+    action: str | None = None,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """Check `action` (when given) before the view runs, and answer any refusal, the
     view's or a service's, with 403 and its message."""
 

@@ -6,50 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('credits', '0003_language'),
+        ("credits", "0003_language"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PreparedSend',
+            name="PreparedSend",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('fingerprint', models.CharField(max_length=64, unique=True)),
-                ('notice_ids', models.JSONField(default=list)),
-                ('summary', models.CharField(blank=True, max_length=500)),
-                ('prepared_label', models.CharField(help_text='Who prepared, kept if the user goes.', max_length=150)),
-                ('prepared_at', models.DateTimeField()),
-                ('approved_label', models.CharField(blank=True, max_length=150)),
-                ('approved_at', models.DateTimeField(blank=True, null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("fingerprint", models.CharField(max_length=64, unique=True)),
+                ("notice_ids", models.JSONField(default=list)),
+                ("summary", models.CharField(blank=True, max_length=500)),
+                (
+                    "prepared_label",
+                    models.CharField(help_text="Who prepared, kept if the user goes.", max_length=150),
+                ),
+                ("prepared_at", models.DateTimeField()),
+                ("approved_label", models.CharField(blank=True, max_length=150)),
+                ("approved_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-prepared_at', '-id'],
+                "ordering": ["-prepared_at", "-id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='creditauditentry',
-            name='creditaudit_action_valid',
+            model_name="creditauditentry",
+            name="creditaudit_action_valid",
         ),
         migrations.AlterField(
-            model_name='creditauditentry',
-            name='action',
-            field=models.CharField(choices=[('computed', 'Computed'), ('confirm_shown', 'Confirmation shown'), ('approved', 'Approved and queued'), ('sent', 'Sent'), ('cancelled', 'Cancelled'), ('refused', 'Send refused (not confirmed)'), ('prepared', 'Prepared for a second approver')], max_length=16),
+            model_name="creditauditentry",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("computed", "Computed"),
+                    ("confirm_shown", "Confirmation shown"),
+                    ("approved", "Approved and queued"),
+                    ("sent", "Sent"),
+                    ("cancelled", "Cancelled"),
+                    ("refused", "Send refused (not confirmed)"),
+                    ("prepared", "Prepared for a second approver"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='creditauditentry',
-            constraint=models.CheckConstraint(condition=models.Q(('action__in', ['computed', 'confirm_shown', 'approved', 'sent', 'cancelled', 'refused', 'prepared'])), name='creditaudit_action_valid'),
+            model_name="creditauditentry",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "action__in",
+                        ["computed", "confirm_shown", "approved", "sent", "cancelled", "refused", "prepared"],
+                    )
+                ),
+                name="creditaudit_action_valid",
+            ),
         ),
         migrations.AddField(
-            model_name='preparedsend',
-            name='approved_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="preparedsend",
+            name="approved_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='preparedsend',
-            name='prepared_by',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="preparedsend",
+            name="prepared_by",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
     ]
