@@ -9,7 +9,9 @@ __all__ = ["broker", "outbox_redis_url"]
 
 
 def finance_user(username: str) -> User:
-    user = User.objects.create_user(username, f"{username}@example.org", f"{username}-password", is_staff=True)
+    user = User.objects.create_user(
+        username, f"{username}@example.org", f"{username}-password", is_staff=True
+    )
     user.groups.add(Group.objects.get(name="Finance"))
     return user
 

@@ -303,7 +303,9 @@ def test_the_command_asks_and_refuses_without_a_terminal(
 
     monkeypatch.setattr("sys.stdin", Tty("no\n"))
     with pytest.raises(CommandError, match="Not sent"):
-        call_command("sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=io.StringIO())
+        call_command(
+            "sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=io.StringIO()
+        )
     assert OutboundMessage.objects.count() == 0
     monkeypatch.setattr("sys.stdin", Tty("yes\n"))
     call_command("sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=io.StringIO())
