@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import ServiceModelAdmin, adopt, call_service, record_formset
+from core.admin import ServiceModelAdmin, actor, adopt, call_service, record_formset
 from credits import services, sla
 from credits.models import (
     CreditAuditEntry,
@@ -101,7 +101,7 @@ class CustomerAdmin(ServiceModelAdmin):
         deleted: list[Any] = []
         for row in formset.deleted_forms:
             if row.instance.pk is not None:
-                services.customer_unentitle(entitlement=row.instance, actor=request.user)
+                services.customer_unentitle(entitlement=row.instance, actor=actor(request))
                 deleted.append(row.instance)
         for number, row in enumerate(formset.forms, start=1):
             if row in formset.deleted_forms or not row.has_changed():
@@ -109,7 +109,7 @@ class CustomerAdmin(ServiceModelAdmin):
             data = row.cleaned_data
             if row.instance.pk is not None and {"product", "location"} & set(row.changed_data):
                 # A different product or location is a different entitlement.
-                services.customer_unentitle(entitlement=row.instance, actor=request.user)
+                services.customer_unentitle(entitlement=row.instance, actor=actor(request))
             entitlement = call_service(
                 f"Entitlement {number}",
                 services.customer_entitle,

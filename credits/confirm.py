@@ -137,13 +137,9 @@ def _summary_text(plan: SendPlan) -> str:
     return ", ".join(parts)
 
 
-def confirmed_ids(token: str) -> list[int]:
-    """The ids a valid, fresh token confirms; ValidationError when it is not."""
-    return _confirmed(token)[0]
-
-
 def _confirmed(token: str) -> tuple[list[int], str]:
-    """The ids a valid, fresh token confirms and their fingerprint."""
+    """The ids a valid, fresh token confirms and their fingerprint; ValidationError when
+    it is not."""
     try:
         data = signing.loads(token or "", salt=SALT, max_age=MAX_AGE_SECONDS)
     except signing.SignatureExpired:
