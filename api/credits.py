@@ -12,13 +12,14 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import available_timezones
 
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -216,6 +217,11 @@ class SendResultSerializer(serializers.Serializer):
     queued = serializers.IntegerField()
     retried = serializers.IntegerField()
     skipped = serializers.IntegerField()
+    awaiting_approval = serializers.BooleanField(
+        help_text="True when this call prepared a send above the four-eyes limit: nothing was sent "
+        "until a different Finance user approves the same confirmation."
+    )
+    prepared_by = serializers.CharField(help_text="Who prepared it (four-eyes sends), else empty.")
 
 
 class PreviewSerializer(ApproveSerializer):
@@ -246,6 +252,11 @@ class SendPlanSerializer(serializers.Serializer):
     recipient_count = serializers.IntegerField()
     notices = PlanNoticeSerializer(many=True)
     confirmation = serializers.CharField(source="token", help_text="Pass to approve to send exactly this.")
+    needs_second_approver = serializers.BooleanField(
+        help_text="Above CREDITS_SECOND_APPROVER_ABOVE: one Finance user prepares, a different one approves."
+    )
+    prepared_by = serializers.CharField(source="prepared.prepared_label", default="", allow_blank=True)
+    prepared_at = serializers.DateTimeField(source="prepared.prepared_at", default=None, allow_null=True)
 
 
 class StatementLineSerializer(serializers.Serializer):
@@ -278,6 +289,16 @@ class NoticeFilterSerializer(StrictQuery):
 # --- Views ------------------------------------------------------------------------------------------
 
 
+class RoleRefusals:
+    """A service's refusal (core.roles) answers 403 with its own message, which names the
+    action, rather than DRF's generic one."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, DjangoPermissionDenied):
+            exc = exceptions.PermissionDenied(str(exc) or None)
+        return super().handle_exception(exc)  # type: ignore[misc,no-any-return]
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List customers (staff)", responses={200: CustomerSerializer(many=True), **STAFF_ERRORS}
@@ -291,6 +312,7 @@ class NoticeFilterSerializer(StrictQuery):
     ),
 )
 class CustomerViewSet(
+    RoleRefusals,
     APIMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -313,7 +335,7 @@ class CustomerViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        customer = services.customer_create(**serializer.validated_data)
+        customer = services.customer_create(actor=acting_user(request), **serializer.validated_data)
         return Response(
             self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
             status=status.HTTP_201_CREATED,
@@ -324,7 +346,7 @@ class CustomerViewSet(
         customer = self.get_object()
         serializer = self.get_serializer(customer, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
-        services.customer_update(customer=customer, **serializer.validated_data)
+        services.customer_update(customer=customer, actor=acting_user(request), **serializer.validated_data)
         return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -343,6 +365,7 @@ class CustomerViewSet(
     @action(detail=True, methods=["get"], url_path="statement")
     def statement(self, request: Request, pk: str | None = None) -> Response | HttpResponse:
         params = self.validated_query(StatementQuerySerializer)
+        credit_selectors.statements_readable(actor=acting_user(request))
         st = exports.statement(self.get_object(), sla.Period.parse(params["period"]))
         if params["output"] == "csv":
             response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")
@@ -364,6 +387,7 @@ class CustomerViewSet(
     ),
 )
 class SLAPolicyViewSet(
+    RoleRefusals,
     APIMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -379,7 +403,9 @@ class SLAPolicyViewSet(
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         tiers = [(Decimal(t["below"]), Decimal(t["credit"])) for t in data.pop("tiers")]
-        policy = services.policy_create(tiers=tiers, weights=services.policy_weights(data), **data)
+        policy = services.policy_create(
+            tiers=tiers, weights=services.policy_weights(data), actor=acting_user(request), **data
+        )
         return Response(
             self.get_serializer(policy).data,
             status=status.HTTP_201_CREATED,
@@ -398,7 +424,7 @@ class SLAPolicyViewSet(
     ),
 )
 class CreditNoticeViewSet(
-    APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    RoleRefusals, APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer
@@ -485,6 +511,7 @@ class CreditNoticeViewSet(
     @action(detail=False, methods=["get"], url_path="export")
     def export(self, request: Request) -> HttpResponse:
         params = self.validated_query(PeriodSerializer)
+        credit_selectors.statements_readable(actor=acting_user(request))
         body = exports.notices_csv(credit_selectors.notices_filtered(period=params["period"]))
         response = HttpResponse(body, content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="credit-notices-{params["period"]}.csv"'

@@ -4,9 +4,14 @@ selector or service, render."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -14,12 +19,34 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_POST
 
 from console.views import console_view
+from core import roles
 from credits import confirm, emails, exports, selectors, services, sla
 from credits.models import CreditNotice, Customer, NoticeState
 
 # The letter's own HTML carries inline styles (email clients need them); it is shown in a
 # sandboxed frame with a policy of its own, never inside a console page.
 LETTER_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox"
+
+
+def finance(
+    action: str | None = None,
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Check `action` (when given) before the view runs, and answer any refusal, the
+    view's or a service's, with 403 and its message."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                if action is not None:
+                    roles.check(request.user, action)
+                return view(request, *args, **kwargs)
+            except PermissionDenied as exc:
+                return HttpResponseForbidden(str(exc), content_type="text/plain; charset=utf-8")
+
+        return wrapper
+
+    return decorate
 
 
 def _period(value: str) -> str:
@@ -84,6 +111,7 @@ def credit_notice(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @console_view
+@finance("credits.review")
 def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
     notice = _notice(pk)
     subject, text, _ = emails.preview_credit_notice(notice, today=timezone.localdate())
@@ -96,6 +124,7 @@ def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
 
 @xframe_options_sameorigin
 @console_view
+@finance("credits.review")
 def credit_letter_html(request: HttpRequest, pk: int) -> HttpResponse:
     notice = _notice(pk)
     _, _, html = emails.preview_credit_notice(notice, today=timezone.localdate())
@@ -109,6 +138,7 @@ def _ids(values: list[str]) -> list[int]:
 
 
 @console_view
+@finance()
 def credits_confirm(request: HttpRequest) -> HttpResponse:
     """Step two: what would go out. GET ?ids=..&ids=.. (from the review form)."""
     ids = _ids(request.GET.getlist("ids"))
@@ -116,19 +146,32 @@ def credits_confirm(request: HttpRequest) -> HttpResponse:
         messages.error(request, "Select at least one notice to send.")
         return HttpResponseRedirect(reverse("console:credits"))
     plan = confirm.send_preview(ids=ids, actor=request.user, via=request.GET.get("via", "console")[:16])
-    return render(request, "console/credits_confirm.html", {"plan": plan})
+    return render(
+        request,
+        "console/credits_confirm.html",
+        {"plan": plan, "second_approver_above": settings.CREDITS_SECOND_APPROVER_ABOVE},
+    )
 
 
 @require_POST
 @console_view
+@finance()
 def credits_send(request: HttpRequest) -> HttpResponse:
-    """Step three: send exactly what the confirmation page showed, or nothing."""
+    """Step three: send exactly what the confirmation page showed, or nothing (above the
+    four-eyes limit, the first Finance user's press prepares it for a second one)."""
     try:
         summary = confirm.credits_send_confirmed(
             token=request.POST.get("confirmation", ""), actor=request.user, via="console"
         )
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages) + " Nothing was sent.")
+        return HttpResponseRedirect(reverse("console:credits"))
+    if summary.awaiting_approval:
+        messages.success(
+            request,
+            f"Prepared by {summary.prepared_by}: a different Finance user must approve this send. "
+            "Nothing was sent.",
+        )
         return HttpResponseRedirect(reverse("console:credits"))
     messages.success(
         request,
@@ -140,6 +183,7 @@ def credits_send(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view
+@finance()
 def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.credits_cancel(notice=_notice(pk), actor=request.user, via="console")  # type: ignore[arg-type]
@@ -150,7 +194,9 @@ def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @console_view
+@finance()
 def credits_export(request: HttpRequest) -> HttpResponse:
+    selectors.statements_readable(actor=request.user)
     period = _period(request.GET.get("period", ""))
     if not period:
         raise Http404("Give ?period=YYYY-MM")
@@ -161,7 +207,9 @@ def credits_export(request: HttpRequest) -> HttpResponse:
 
 
 @console_view
+@finance()
 def customer_statement(request: HttpRequest, pk: int) -> HttpResponse:
+    selectors.statements_readable(actor=request.user)
     customer = get_object_or_404(Customer, pk=pk)
     period = _period(request.GET.get("period", "")) or str(
         sla.Period(timezone.localdate().year, timezone.localdate().month)

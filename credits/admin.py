@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import ServiceModelAdmin, adopt, call_service, record_formset
+from core.admin import ServiceModelAdmin, actor, adopt, call_service, record_formset
 from credits import services, sla
 from credits.models import (
     CreditAuditEntry,
@@ -90,9 +90,9 @@ class CustomerAdmin(ServiceModelAdmin):
         if change:
             changes = {name: data[name] for name in form.changed_data if name in data}
             if changes:
-                call_service("", services.customer_update, customer=obj, **changes)
+                call_service("", services.customer_update, customer=obj, actor=request.user, **changes)
             return
-        adopt(obj, call_service("", services.customer_create, **data))
+        adopt(obj, call_service("", services.customer_create, actor=request.user, **data))
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         customer = form.instance
@@ -101,7 +101,7 @@ class CustomerAdmin(ServiceModelAdmin):
         deleted: list[Any] = []
         for row in formset.deleted_forms:
             if row.instance.pk is not None:
-                services.customer_unentitle(entitlement=row.instance)
+                services.customer_unentitle(entitlement=row.instance, actor=actor(request))
                 deleted.append(row.instance)
         for number, row in enumerate(formset.forms, start=1):
             if row in formset.deleted_forms or not row.has_changed():
@@ -109,7 +109,7 @@ class CustomerAdmin(ServiceModelAdmin):
             data = row.cleaned_data
             if row.instance.pk is not None and {"product", "location"} & set(row.changed_data):
                 # A different product or location is a different entitlement.
-                services.customer_unentitle(entitlement=row.instance)
+                services.customer_unentitle(entitlement=row.instance, actor=actor(request))
             entitlement = call_service(
                 f"Entitlement {number}",
                 services.customer_entitle,
@@ -117,6 +117,7 @@ class CustomerAdmin(ServiceModelAdmin):
                 product=data["product"],
                 location=data.get("location"),
                 policy=data.get("policy"),
+                actor=request.user,
             )
             if row.instance.pk is None:
                 new.append(entitlement)
@@ -162,10 +163,13 @@ class SLAPolicyAdmin(ServiceModelAdmin):
         if change:
             changes = {name: data[name] for name in form.changed_data if name in data}
             if changes:
-                call_service("", services.policy_update, policy=obj, changes=changes)
+                call_service("", services.policy_update, policy=obj, changes=changes, actor=request.user)
             return
         weights = services.policy_weights(data)
-        adopt(obj, call_service("", services.policy_create, **data, weights=weights, tiers=()))
+        adopt(
+            obj,
+            call_service("", services.policy_create, **data, weights=weights, tiers=(), actor=request.user),
+        )
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         # Tiers are replaced as a whole, so the thresholds are checked together.
@@ -173,7 +177,9 @@ class SLAPolicyAdmin(ServiceModelAdmin):
             row.cleaned_data for row in formset.forms if row.cleaned_data and row not in formset.deleted_forms
         ]
         tiers = [(d["below"], d["credit"]) for d in kept if d.get("below") is not None]
-        saved = call_service("Tiers", services.policy_set_tiers, policy=form.instance, tiers=tiers)
+        saved = call_service(
+            "Tiers", services.policy_set_tiers, policy=form.instance, tiers=tiers, actor=request.user
+        )
         record_formset(formset, new=saved, changed=[], deleted=[])
 
     fieldsets = (
@@ -311,7 +317,7 @@ class CreditNoticeAdmin(admin.ModelAdmin):
     @admin.action(description="Recompute the months of the selected notices")
     def recompute_periods(self, request: HttpRequest, queryset: QuerySet[CreditNotice]) -> None:
         for period in sorted(set(queryset.values_list("period", flat=True))):
-            summary = services.credits_compute(period=period)
+            summary = services.credits_compute(period=period, actor=request.user, via="admin")  # type: ignore[arg-type]
             self.message_user(
                 request,
                 f"{period}: {summary.created} created, {summary.updated} updated, {summary.removed} removed.",

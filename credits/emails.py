@@ -164,7 +164,14 @@ def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
     with translation.override(notice.customer.language):
         context = notice_context(notice)
         subject = " ".join(render_to_string(SUBJECT, context).split())
-        return subject, render_to_string(TEXT, context), render_to_string(HTML, context)
+        return subject, plain_text(render_to_string(TEXT, context)), render_to_string(HTML, context)
+
+
+def plain_text(rendered: str) -> str:
+    """A text template's output as a plain str. The template turns autoescape off, so
+    Django marks its output safe; shown on an HTML page it must be escaped like any other
+    text (a customer named `<script>` would otherwise run in the console)."""
+    return str.__str__(rendered)
 
 
 # Stands in for the customer's name in a shared render (letters, digits, hyphens: HTML
@@ -314,7 +321,7 @@ class CreditNoticeRenderer:
             letter: SharedLetter = (
                 None
                 if _NAME_MARK in subject
-                else (subject, render_to_string(TEXT, stand_in), render_to_string(HTML, stand_in))
+                else (subject, plain_text(render_to_string(TEXT, stand_in)), render_to_string(HTML, stand_in))
             )
         self._memo[key] = letter
         return letter

@@ -288,6 +288,7 @@ class AuditAction(models.TextChoices):
     SENT = "sent", "Sent"
     CANCELLED = "cancelled", "Cancelled"
     REFUSED = "refused", "Send refused (not confirmed)"
+    PREPARED = "prepared", "Prepared for a second approver"
 
 
 class CreditAuditEntry(models.Model):
@@ -322,3 +323,30 @@ class CreditAuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor_label or 'system'} {self.action} {self.period}"
+
+
+class PreparedSend(models.Model):
+    """A send above CREDITS_SECOND_APPROVER_ABOVE that one Finance user prepared and that
+    waits for a different one to approve (four eyes). Keyed by the confirmation's
+    fingerprint (ids, states and figures), so a notice recomputed after the preparation
+    makes it stale and the send has to be prepared again."""
+
+    fingerprint = models.CharField(max_length=64, unique=True)
+    notice_ids = models.JSONField(default=list)
+    summary = models.CharField(max_length=500, blank=True)
+    prepared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    prepared_label = models.CharField(max_length=150, help_text="Who prepared, kept if the user goes.")
+    prepared_at = models.DateTimeField()
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_label = models.CharField(max_length=150, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-prepared_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.summary} prepared by {self.prepared_label}"

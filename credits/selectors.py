@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
+from core import roles
 from credits import explain, sla
 from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, SLAPolicy
 from incidents.models import ImpactWindow, Incident, Location, Product
@@ -129,6 +130,12 @@ def notices_for_period(*, period: str, states: list[str] | None = None) -> Query
     if states:
         qs = qs.filter(state__in=states)
     return qs.order_by("customer__name", "customer_id", "policy_id")
+
+
+def statements_readable(*, actor: Any) -> None:
+    """Refuse unless `actor` may read statements and exports (every door calls this
+    before it builds one; reads have no service to hold the check)."""
+    roles.check(actor, "credits.statement")
 
 
 def notice_periods(limit: int = 36) -> list[str]:

@@ -8,6 +8,7 @@ Every variable read here is listed, with its meaning, in docker/.env.example.
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
@@ -586,6 +587,9 @@ MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 5.0)
 # --- SLA credits --------------------------------------------------------------------------------
 # Notices are computed in pages of this many customers (bounded memory on large runs).
 CREDITS_COMPUTE_BATCH = env_int("CREDITS_COMPUTE_BATCH", 2000)
+# A send whose money total in any one currency exceeds this needs a second Finance user to
+# approve it (four eyes); 0 turns the rule off. A bad value fails at start-up.
+CREDITS_SECOND_APPROVER_ABOVE = Decimal(env_str("CREDITS_SECOND_APPROVER_ABOVE", "10000"))
 
 LOGGING = {
     "version": 1,

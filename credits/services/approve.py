@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from core import bulk
+from core import bulk, roles
 from credits import emails
 from credits.models import CreditNotice, NoticeState
 from credits.services._common import OUTBOX_PURPOSE, Progress, chunks, claim_deadline_on, notice_outbox_key
@@ -33,6 +33,9 @@ class SendSummary:
     queued: int = 0
     retried: int = 0
     skipped: int = 0
+    # A four-eyes send that was prepared, not sent: it waits for a second Finance user.
+    awaiting_approval: bool = False
+    prepared_by: str = ""
 
 
 def credits_approve_and_send(
@@ -52,6 +55,7 @@ def credits_approve_and_send(
     notices, both over arrays; alike letters share one stored body). Approving again
     queues nothing twice: the notices are locked and each email's key is unique.
     """
+    roles.check(actor, "credits.send")
     if isinstance(notices, QuerySet):
         # order_by(): the default ordering joins the customer to sort by name.
         ids = sorted(set(notices.order_by().values_list("pk", flat=True)))

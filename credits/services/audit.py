@@ -12,7 +12,8 @@ from core import bulk
 from credits.models import AuditAction, CreditAuditEntry, CreditNotice
 
 
-def _label(actor: Any) -> str:
+def actor_label(actor: Any) -> str:
+    """How the log names `actor` (kept if the user is deleted); empty for the system."""
     if actor is None or not getattr(actor, "is_authenticated", False):
         return ""
     return str(actor.get_username())[:150]
@@ -32,7 +33,7 @@ def audit_record(
     return CreditAuditEntry.objects.create(
         at=timezone.now(),
         actor=user,
-        actor_label=_label(actor),
+        actor_label=actor_label(actor),
         via=via,
         action=AuditAction(action),
         period=period or (notice.period if notice is not None else ""),
@@ -48,7 +49,7 @@ def audit_record_many(
     """One row per (notice, detail), written in one statement: a send of 10,000 notices
     logs each of them without 10,000 INSERTs."""
     user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
-    now, label, action = timezone.now(), _label(actor), AuditAction(action)
+    now, label, action = timezone.now(), actor_label(actor), AuditAction(action)
     return bulk.bulk_insert(
         CreditAuditEntry,
         ("at", "actor_id", "actor_label", "via", "action", "period", "notice_id", "count", "detail"),

@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core import roles
 from credits import selectors, sla
 from credits.models import AuditAction, CreditNotice, Customer, NoticeState, SLAPolicy
 from credits.services._common import Progress, chunks
@@ -50,6 +51,7 @@ def credits_compute(
     nothing. Notices past review (approved, queued, sent, failed, cancelled) are never
     touched. A computed notice whose credit disappeared (impact edited) is removed.
     """
+    roles.check(actor, "credits.compute")
     month = _month(period)
     now = now or timezone.now()
     # A month that has not begun has no downtime to measure; refusing it also keeps the

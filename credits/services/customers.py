@@ -7,8 +7,10 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from core import roles
 from core.i18n import clean_language
 from core.text import clean_single_line
 from credits.models import Customer, CustomerEntitlement, SLAPolicy
@@ -49,8 +51,10 @@ def customer_create(
     currency: str = "USD",
     language: str = "en",
     entitlements: Iterable[Mapping[str, Any]] = (),
+    actor: AbstractBaseUser | None = None,
 ) -> Customer:
     """A customer, and its `entitlements` (ENTITLEMENT_FIELDS each) in the same transaction."""
+    roles.check(actor, "customer.write")
     customer = Customer(
         name=clean_customer_name(name),
         billing_emails=outbox.clean_addresses(billing_emails, field="billing_emails"),
@@ -64,15 +68,20 @@ def customer_create(
     customer.full_clean()
     customer.save()
     for entitlement in entitlements:
-        customer_entitle(customer=customer, **entitlement)
+        customer_entitle(customer=customer, actor=actor, **entitlement)
     return customer
 
 
 @transaction.atomic
 def customer_update(
-    *, customer: Customer, entitlements: Iterable[Mapping[str, Any]] = (), **fields: Any
+    *,
+    customer: Customer,
+    entitlements: Iterable[Mapping[str, Any]] = (),
+    actor: AbstractBaseUser | None = None,
+    **fields: Any,
 ) -> Customer:
     """Edit a customer's CUSTOMER_FIELDS and add (or re-policy) `entitlements`."""
+    roles.check(actor, "customer.write")
     if "name" in fields:
         fields["name"] = clean_customer_name(fields["name"])
     if "billing_emails" in fields:
@@ -85,15 +94,21 @@ def customer_update(
     customer.full_clean()
     customer.save()
     for entitlement in entitlements:
-        customer_entitle(customer=customer, **entitlement)
+        customer_entitle(customer=customer, actor=actor, **entitlement)
     return customer
 
 
 @transaction.atomic
 def customer_entitle(
-    *, customer: Customer, product: Product, location: Location | None = None, policy: SLAPolicy | None = None
+    *,
+    customer: Customer,
+    product: Product,
+    location: Location | None = None,
+    policy: SLAPolicy | None = None,
+    actor: AbstractBaseUser | None = None,
 ) -> CustomerEntitlement:
     """Entitle the customer to a product (idempotent)."""
+    roles.check(actor, "customer.write")
     entitlement, created = CustomerEntitlement.objects.get_or_create(
         customer=customer, product=product, location=location, defaults={"policy": policy}
     )
@@ -104,5 +119,6 @@ def customer_entitle(
 
 
 @transaction.atomic
-def customer_unentitle(*, entitlement: CustomerEntitlement) -> None:
+def customer_unentitle(*, entitlement: CustomerEntitlement, actor: AbstractBaseUser | None = None) -> None:
+    roles.check(actor, "customer.write")
     CustomerEntitlement.objects.filter(pk=entitlement.pk).delete()

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
+from core import roles
 from credits.models import AuditAction, CreditNotice, Customer, NoticeState
 from credits.services._common import OUTBOX_PURPOSE
 from credits.services.audit import audit_record
@@ -24,6 +25,7 @@ def credits_cancel(
     *, notice: CreditNotice, actor: AbstractBaseUser | None = None, via: str = ""
 ) -> CreditNotice:
     """Withdraw a notice before it goes out. A queued one is stopped only if still pending."""
+    roles.check(actor, "credits.review")
     notice = CreditNotice.objects.select_for_update().get(pk=notice.pk)
     if notice.state in (NoticeState.SENT, NoticeState.CANCELLED):
         raise ValidationError(f"A {notice.get_state_display().lower()} notice cannot be cancelled.")

@@ -7,9 +7,11 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from core import roles
 from core.text import clean_single_line
 from credits.models import CreditTier, SLAPolicy
 
@@ -56,8 +58,10 @@ def policy_create(
     claim_window_days: int = 30,
     description: str = "",
     weights: dict[str, Decimal] | None = None,
+    actor: AbstractBaseUser | None = None,
 ) -> SLAPolicy:
     """A policy and its tiers ((below, credit) pairs)."""
+    roles.check(actor, "policy.write")
     policy = SLAPolicy(
         name=clean_single_line(name, field="name", max_length=100),
         description=description,
@@ -81,9 +85,12 @@ def policy_create(
 
 
 @transaction.atomic
-def policy_update(*, policy: SLAPolicy, changes: dict[str, Any]) -> SLAPolicy:
+def policy_update(
+    *, policy: SLAPolicy, changes: dict[str, Any], actor: AbstractBaseUser | None = None
+) -> SLAPolicy:
     """Edit a policy's terms. Notices already computed keep what they were computed with
     until the period is recomputed."""
+    roles.check(actor, "policy.write")
     unknown = set(changes) - set(POLICY_FIELDS)
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
@@ -99,8 +106,11 @@ def policy_update(*, policy: SLAPolicy, changes: dict[str, Any]) -> SLAPolicy:
 
 
 @transaction.atomic
-def policy_set_tiers(*, policy: SLAPolicy, tiers: Iterable[tuple[Decimal, Decimal]]) -> list[CreditTier]:
+def policy_set_tiers(
+    *, policy: SLAPolicy, tiers: Iterable[tuple[Decimal, Decimal]], actor: AbstractBaseUser | None = None
+) -> list[CreditTier]:
     """Replace the policy's credit tiers ((below, credit) pairs) as a whole."""
+    roles.check(actor, "policy.write")
     new = [CreditTier(policy=policy, below=Decimal(below), credit=Decimal(credit)) for below, credit in tiers]
     if len({t.below for t in new}) != len(new):
         raise ValidationError({"tiers": "Two tiers have the same threshold."})

@@ -53,8 +53,12 @@ def test_the_credits_console_pages(
     demo_credits: list[CreditNotice],
     viewport: str,
     monkeypatch: Any,
+    settings: Any,
 ) -> None:
     monkeypatch.setattr(console_browser, "SCREENS", SCREENS)
+    # One person sends here; the demo month is above the four-eyes limit (tested in
+    # tests/credits/test_roles_and_four_eyes.py).
+    settings.CREDITS_SECOND_APPROVER_ABOVE = 0
     context, page = _login(browser, live_server, viewport=viewport)
     try:
         page.click("nav >> text=Credits")

@@ -90,7 +90,13 @@ def test_it_computes_lists_and_approves_through_the_api(
             **auth,
         )
     assert approved.status_code == 200
-    assert approved.json() == {"queued": 1, "retried": 0, "skipped": 0}
+    assert approved.json() == {
+        "queued": 1,
+        "retried": 0,
+        "skipped": 0,
+        "awaiting_approval": False,
+        "prepared_by": "",
+    }
     detail = client.get(f"/api/v1/credit-notices/{row['id']}/", **auth).json()
     assert detail["state"] == "sent"
     assert detail["message_state"] == "sent"
@@ -322,7 +328,7 @@ def test_it_keeps_the_admin_pages_staff_only(client, bob, gmail_setup) -> None: 
 
 
 def test_it_computes_and_sends_from_the_command(
-    gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks
+    gmail_setup, smtp: SmtpSink, django_capture_on_commit_callbacks, fiona
 ) -> None:  # type: ignore[no-untyped-def]
     out = StringIO()
     call_command("sla_credits", "compute", "--period", "2009-09", "--json", stdout=out)
@@ -348,12 +354,16 @@ def test_it_computes_and_sends_from_the_command(
 
     out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):
-        call_command("sla_credits", "send", "--period", "2009-09", "--yes", stdout=out)
+        call_command(
+            "sla_credits", "send", "--period", "2009-09", "--yes", "--as", fiona.username, stdout=out
+        )
     assert "1 notices approved and queued" in out.getvalue()
     assert CreditNotice.objects.get().state == NoticeState.SENT
     assert OutboundMessage.objects.count() == 1
     with django_capture_on_commit_callbacks(execute=True):
-        call_command("sla_credits", "send", "--period", "2009-09", "--yes", stdout=StringIO())
+        call_command(
+            "sla_credits", "send", "--period", "2009-09", "--yes", "--as", fiona.username, stdout=StringIO()
+        )
     assert OutboundMessage.objects.count() == 1
     assert len(smtp.handler.snapshot()) == 1
 

@@ -9,6 +9,7 @@ from decimal import Decimal as D
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
@@ -287,12 +288,12 @@ def test_the_api_needs_confirm_or_a_preview_token(
 
 
 def test_the_command_asks_and_refuses_without_a_terminal(
-    storage_case: dict[str, Any], monkeypatch: Any
+    storage_case: dict[str, Any], monkeypatch: Any, fiona: User
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a TTY
     out = io.StringIO()
     with pytest.raises(CommandError, match="--yes"):
-        call_command("sla_credits", "send", "--period", "2026-10", stdout=out)
+        call_command("sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=out)
     assert "1 letter(s)" in out.getvalue() and "billing@acme.example" in out.getvalue()
     assert OutboundMessage.objects.count() == 0
 
@@ -302,10 +303,12 @@ def test_the_command_asks_and_refuses_without_a_terminal(
 
     monkeypatch.setattr("sys.stdin", Tty("no\n"))
     with pytest.raises(CommandError, match="Not sent"):
-        call_command("sla_credits", "send", "--period", "2026-10", stdout=io.StringIO())
+        call_command(
+            "sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=io.StringIO()
+        )
     assert OutboundMessage.objects.count() == 0
     monkeypatch.setattr("sys.stdin", Tty("yes\n"))
-    call_command("sla_credits", "send", "--period", "2026-10", stdout=io.StringIO())
+    call_command("sla_credits", "send", "--period", "2026-10", "--as", fiona.username, stdout=io.StringIO())
     assert OutboundMessage.objects.count() == 1
 
 
