@@ -201,3 +201,22 @@ class ReceivedPayload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.integration} at {self.received_at:%Y-%m-%d %H:%M:%S} ({self.status_code})"
+
+
+class IntakeDelivery(models.Model):
+    """A generic sender's delivery id, kept twice ALERTS_SIGNATURE_TOLERANCE_SECONDS (then
+    purged) so the same delivery is refused if it comes again."""
+
+    integration = models.ForeignKey(Integration, on_delete=models.CASCADE, related_name="+")
+    # Signed with the timestamp and the body, so a captured request cannot be sent again
+    # under a fresh id within the tolerance.
+    delivery_id = models.CharField(max_length=200)
+    received_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["integration", "delivery_id"], name="intake_delivery_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.integration_id}: {self.delivery_id}"
