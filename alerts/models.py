@@ -134,6 +134,10 @@ class AlertGroup(models.Model):
     needs_attention = models.CharField(
         max_length=300, blank=True, help_text="Why staff must look (shown on the admin list)."
     )
+    is_overflow = models.BooleanField(
+        default=False,
+        help_text="Gathers the alert groups that came once ALERTS_MAX_OPEN_DRAFTS drafts were open.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
