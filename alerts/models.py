@@ -10,6 +10,7 @@ Every rule lives in `alerts.services`; reads with a rule in them in `alerts.sele
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 from django.db import models
@@ -21,6 +22,11 @@ from incidents.models import ImpactLevel, ImpactWindow, Incident, IncidentImpact
 def new_secret() -> str:
     # 32 random bytes: a bearer token or an HMAC key nobody can guess.
     return secrets.token_urlsafe(32)
+
+
+def secret_hash(secret: str) -> str:
+    # A fast hash is enough: the secret is 32 random bytes, not a password to guess.
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 class IntegrationKind(models.TextChoices):
@@ -41,11 +47,14 @@ class Integration(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    secret = models.CharField(
-        max_length=128,
-        default=new_secret,
-        help_text="Bearer token (Alertmanager, Grafana) or HMAC-SHA256 key (generic).",
+    # The generic kind's HMAC key must be kept to check signatures; a bearer token
+    # (Alertmanager, Grafana) is kept only as its hash. Neither is shown after it is issued.
+    secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key (generic kind only).")
+    secret_hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the bearer token (Alertmanager, Grafana)."
     )
+    # Set by the services that issue a secret, for the one response that shows it.
+    issued_secret: str = ""
     is_active = models.BooleanField(default=True)
     flap_debounce_seconds = models.PositiveIntegerField(
         default=300,

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from alerts.models import IntakeDelivery, Integration
+from alerts.models import IntakeDelivery, Integration, secret_hash
 
 _DELIVERY_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
 
@@ -46,7 +46,10 @@ def integration_authenticate(
         _check_signed(integration, signature.strip(), timestamp.strip(), delivery.strip(), body, now)
         return integration
     scheme, _, token = (authorization or "").strip().partition(" ")
-    if not (scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), integration.secret)):
+    stored = integration.secret_hash
+    if not (
+        stored and scheme.lower() == "bearer" and hmac.compare_digest(secret_hash(token.strip()), stored)
+    ):
         raise IntakeUnauthorized("Unknown integration or bad credentials.")
     return integration
 

@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from alerts.models import AlertGroup, IntakeDelivery, Integration, ReceivedPayload
 from alerts.services.apply import auto_resolve
 from alerts.services.decide import FIRING
+from core import roles
 from incidents import services as incidents
 from incidents.models import Incident
 
@@ -81,7 +83,8 @@ def payloads_purge(*, now: datetime | None = None) -> int:
 
 
 @transaction.atomic
-def alert_draft_publish(*, incident: Incident) -> Incident:
+def alert_draft_publish(*, incident: Incident, actor: User | None = None) -> Incident:
     """Staff publish a draft (one click): public now, subscribers told, no auto-publish left."""
+    roles.check(actor, "incident.publish_draft")
     AlertGroup.objects.filter(incident=incident).update(publish_due_at=None)
     return incidents.incident_publish(incident=incident)

@@ -85,7 +85,7 @@ def signed_headers(secret: str, body: bytes, *, timestamp: int | None = None) ->
 
 def post(client: Client, integration: Integration, payload: Any, *, secret: str | None = None) -> Any:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    secret = integration.secret if secret is None else secret
+    secret = integration.issued_secret if secret is None else secret
     headers: dict[str, Any] = {}
     if integration.kind == Integration.Kind.GENERIC:
         headers.update(signed_headers(secret, body))

@@ -109,13 +109,13 @@ def test_it_refuses_bad_credentials_with_401_and_writes_nothing(
         client.post(url_for(am), body, content_type="application/json"),
         post(client, am, body, secret="wrong"),
         client.post(
-            url_for(am), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {am.secret}"
+            url_for(am), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {am.issued_secret}"
         ),
         client.post(
             "/api/v1/integrations/999999/alerts/",
             body,
             content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {am.secret}",
+            HTTP_AUTHORIZATION=f"Bearer {am.issued_secret}",
         ),
         post(client, generic, body, secret="wrong"),
         client.post(
