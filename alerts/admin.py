@@ -216,9 +216,7 @@ class IntegrationAdmin(ServiceModelAdmin):
         adopt(obj, saved)
         obj.issued_secret = saved.issued_secret
 
-    def response_add(
-        self, request: HttpRequest, obj: Integration, post_url_continue: Any = None
-    ) -> HttpResponse:
+    def response_add(self, request: HttpRequest, obj: Integration, *args: Any) -> HttpResponse:
         # The secret's one showing, instead of the usual redirect to a page that no longer has it.
         return self._secrets_page(request, [obj])
 

@@ -70,7 +70,7 @@ def url_for(integration: Integration) -> str:
     return f"/api/v1/integrations/{integration.pk}/alerts/"
 
 
-def signed_headers(secret: str, body: bytes, *, timestamp: int | None = None) -> dict[str, str]:
+def signed_headers(secret: str, body: bytes, *, timestamp: int | None = None) -> dict[str, Any]:
     """A generic sender's headers: the timestamp, a fresh delivery id, and the HMAC over them and the body."""
     timestamp = int(time.time()) if timestamp is None else timestamp
     delivery = uuid.uuid4().hex

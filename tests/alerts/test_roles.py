@@ -31,9 +31,7 @@ def test_a_responder_cannot_manage_integrations_and_an_integrations_member_can()
         lambda: services.rule_save(
             integration=integration, product=gcs, matchers={"a": "b"}, actor=responder
         ),
-        lambda: services.rule_delete(
-            rule=integration.rules.exclude(is_default=True).first(), actor=responder
-        ),
+        lambda: services.rule_delete(rule=integration.rules.exclude(is_default=True)[0], actor=responder),
     ]
     for call in refusals:
         with pytest.raises(PermissionDenied, match="manage alert integrations and rules"):

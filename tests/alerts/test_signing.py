@@ -32,7 +32,7 @@ def generic() -> Integration:
     return make_integration("generic", gcs=gcs, fallback=fallback)
 
 
-def _send(client: Client, integration: Integration, headers: dict[str, str], body: bytes = BODY) -> Any:
+def _send(client: Client, integration: Integration, headers: dict[str, Any], body: bytes = BODY) -> Any:
     return client.generic("POST", url_for(integration), body, content_type="application/json", **headers)
 
 
