@@ -20,7 +20,8 @@ from django.utils.html import format_html
 
 from alerts import services
 from alerts.models import Alert, AlertGroup, Integration, MappingRule, ReceivedPayload
-from core.admin import ServiceModelAdmin, TabularInlineBase, adopt, call_service, record_formset
+from core import roles
+from core.admin import ServiceModelAdmin, TabularInlineBase, actor, adopt, call_service, record_formset
 from incidents.models import ImpactLevel, IncidentImpact, Product
 
 
@@ -69,10 +70,28 @@ class RuleForm(forms.ModelForm):
         ]
 
 
+def _may(request: HttpRequest, action: str) -> bool:
+    # The admin follows core.roles, like the services it calls: a role's group holds no
+    # model permissions, only its actions.
+    return roles.allowed(request.user, action)
+
+
 class RuleInline(TabularInlineBase):
     model = MappingRule
     form = RuleForm
     extra = 1
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "console.view")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "alerts.manage")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "alerts.manage")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "alerts.manage")
 
 
 class IntegrationCreateForm(forms.ModelForm):
@@ -105,8 +124,20 @@ class TestPayloadForm(forms.Form):
 class IntegrationAdmin(ServiceModelAdmin):
     list_display = ("name", "kind", "is_active", "intake_url", "rule_count", "created_at")
     list_filter = ("kind", "is_active")
-    readonly_fields = ("kind_display", "intake_url", "secret", "test_payload_link")
+    readonly_fields = ("kind_display", "intake_url", "secret_note", "test_payload_link")
     actions = ["rotate_secret"]
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _may(request, "console.view")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "console.view")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return _may(request, "alerts.manage")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "alerts.manage")
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         kwargs["form"] = IntegrationChangeForm if obj is not None else IntegrationCreateForm
@@ -129,7 +160,7 @@ class IntegrationAdmin(ServiceModelAdmin):
             ]
         return [
             (None, {"fields": ["name", "kind_display", "is_active"]}),
-            ("Receiving", {"fields": ["intake_url", "secret", "test_payload_link"]}),
+            ("Receiving", {"fields": ["intake_url", "secret_note", "test_payload_link"]}),
             ("Timing", {"fields": ["flap_debounce_seconds", "reopen_within_minutes"]}),
         ]
 
@@ -144,6 +175,10 @@ class IntegrationAdmin(ServiceModelAdmin):
     @admin.display(description="intake URL")
     def intake_url(self, obj: Integration) -> str:
         return reverse("api-alert-intake", kwargs={"integration_id": obj.pk}) if obj.pk else "-"
+
+    @admin.display(description="secret")
+    def secret_note(self, obj: Integration) -> str:
+        return "Shown once when issued; rotate it (Integrations → action) if it is lost."
 
     @admin.display(description="rules")
     def rule_count(self, obj: Integration) -> int:
@@ -161,7 +196,9 @@ class IntegrationAdmin(ServiceModelAdmin):
         if change:
             changes = {n: data[n] for n in form.changed_data if n in IntegrationChangeForm.Meta.fields}
             if changes:
-                call_service("", services.integration_update, integration=obj, changes=changes)
+                call_service(
+                    "", services.integration_update, integration=obj, changes=changes, actor=actor(request)
+                )
             return
         saved = call_service(
             "",
@@ -174,8 +211,24 @@ class IntegrationAdmin(ServiceModelAdmin):
             flap_debounce_seconds=data["flap_debounce_seconds"],
             reopen_within_minutes=data["reopen_within_minutes"],
             is_active=data["is_active"],
+            actor=actor(request),
         )
         adopt(obj, saved)
+        obj.issued_secret = saved.issued_secret
+
+    def response_add(self, request: HttpRequest, obj: Integration, *args: Any) -> HttpResponse:
+        # The secret's one showing, instead of the usual redirect to a page that no longer has it.
+        return self._secrets_page(request, [obj])
+
+    def _secrets_page(self, request: HttpRequest, issued: list[Integration]) -> HttpResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "issued": issued,
+            "title": "Copy the new secret",
+        }
+        # admin_view already marks every admin page never-cache (no-store included).
+        return TemplateResponse(request, "admin/alerts/integration/secret_issued.html", context)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         integration = form.instance
@@ -184,7 +237,7 @@ class IntegrationAdmin(ServiceModelAdmin):
         deleted: list[Any] = []
         for row in formset.deleted_forms:
             if row.instance.pk is not None:
-                call_service("Rule", services.rule_delete, rule=row.instance)
+                call_service("Rule", services.rule_delete, rule=row.instance, actor=actor(request))
                 deleted.append(row.instance)
         for number, row in enumerate(formset.forms, start=1):
             if row in formset.deleted_forms or not row.has_changed():
@@ -195,6 +248,7 @@ class IntegrationAdmin(ServiceModelAdmin):
                 services.rule_save,
                 integration=integration,
                 rule=row.instance if row.instance.pk is not None else None,
+                actor=actor(request),
                 **{name: data.get(name) for name in RuleForm.Meta.fields},
             )
             if row.instance.pk is None:
@@ -203,11 +257,13 @@ class IntegrationAdmin(ServiceModelAdmin):
                 changed.append((saved, row.changed_data))
         record_formset(formset, new=new, changed=changed, deleted=deleted)
 
-    @admin.action(description="Rotate the secret of the selected integrations")
-    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Integration]) -> None:
-        for integration in queryset:
-            services.integration_rotate_secret(integration=integration)
-        self.message_user(request, f"{queryset.count()} secret(s) rotated: update the senders' configs.")
+    @admin.action(description="Rotate the secret of the selected integrations", permissions=["change"])
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Integration]) -> HttpResponse:
+        issued = [
+            services.integration_rotate_secret(integration=integration, actor=actor(request))
+            for integration in queryset
+        ]
+        return self._secrets_page(request, issued)
 
     def get_urls(self) -> list[URLPattern]:
         return [
@@ -274,6 +330,15 @@ class AlertGroupAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[AlertGroup]:
         return super().get_queryset(request).select_related("incident", "integration")
 
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _may(request, "console.view")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "console.view")
+
+    def has_publish_permission(self, request: HttpRequest) -> bool:
+        return _may(request, "incident.publish_draft")
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -299,12 +364,12 @@ class AlertGroupAdmin(admin.ModelAdmin):
             return ""
         return format_html('<strong style="color:#ba2121">⚠ {}</strong>', obj.needs_attention)
 
-    @admin.action(description="Publish the selected drafts (subscribers are told)")
+    @admin.action(description="Publish the selected drafts (subscribers are told)", permissions=["publish"])
     def publish_drafts(self, request: HttpRequest, queryset: QuerySet[AlertGroup]) -> None:
         published = 0
         for group in queryset.select_related("incident"):
             if not group.incident.is_public:
-                services.alert_draft_publish(incident=group.incident)
+                services.alert_draft_publish(incident=group.incident, actor=actor(request))
                 published += 1
         self.message_user(request, f"{published} draft(s) published.")
 
@@ -315,6 +380,12 @@ class ReceivedPayloadAdmin(admin.ModelAdmin):
     list_filter = ("integration", "status_code")
     readonly_fields = ("integration", "received_at", "remote_addr", "status_code", "outcome", "body")
     fields = readonly_fields
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return _may(request, "console.view")
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return _may(request, "console.view")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -10,6 +10,7 @@ Every rule lives in `alerts.services`; reads with a rule in them in `alerts.sele
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
 from django.db import models
@@ -21,6 +22,11 @@ from incidents.models import ImpactLevel, ImpactWindow, Incident, IncidentImpact
 def new_secret() -> str:
     # 32 random bytes: a bearer token or an HMAC key nobody can guess.
     return secrets.token_urlsafe(32)
+
+
+def secret_hash(secret: str) -> str:
+    # A fast hash is enough: the secret is 32 random bytes, not a password to guess.
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 class IntegrationKind(models.TextChoices):
@@ -41,11 +47,14 @@ class Integration(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    secret = models.CharField(
-        max_length=128,
-        default=new_secret,
-        help_text="Bearer token (Alertmanager, Grafana) or HMAC-SHA256 key (generic).",
+    # The generic kind's HMAC key must be kept to check signatures; a bearer token
+    # (Alertmanager, Grafana) is kept only as its hash. Neither is shown after it is issued.
+    secret = models.CharField(max_length=128, blank=True, help_text="HMAC-SHA256 key (generic kind only).")
+    secret_hash = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the bearer token (Alertmanager, Grafana)."
     )
+    # Set by the services that issue a secret, for the one response that shows it.
+    issued_secret: str = ""
     is_active = models.BooleanField(default=True)
     flap_debounce_seconds = models.PositiveIntegerField(
         default=300,
@@ -134,6 +143,10 @@ class AlertGroup(models.Model):
     needs_attention = models.CharField(
         max_length=300, blank=True, help_text="Why staff must look (shown on the admin list)."
     )
+    is_overflow = models.BooleanField(
+        default=False,
+        help_text="Gathers the alert groups that came once ALERTS_MAX_OPEN_DRAFTS drafts were open.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -201,3 +214,22 @@ class ReceivedPayload(models.Model):
 
     def __str__(self) -> str:
         return f"{self.integration} at {self.received_at:%Y-%m-%d %H:%M:%S} ({self.status_code})"
+
+
+class IntakeDelivery(models.Model):
+    """A generic sender's delivery id, kept twice ALERTS_SIGNATURE_TOLERANCE_SECONDS (then
+    purged) so the same delivery is refused if it comes again."""
+
+    integration = models.ForeignKey(Integration, on_delete=models.CASCADE, related_name="+")
+    # Signed with the timestamp and the body, so a captured request cannot be sent again
+    # under a fresh id within the tolerance.
+    delivery_id = models.CharField(max_length=200)
+    received_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["integration", "delivery_id"], name="intake_delivery_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.integration_id}: {self.delivery_id}"

@@ -68,12 +68,20 @@ def parse_time(value: Any, *, where: str, allow_zero: bool = False) -> datetime 
     return parsed
 
 
+def _no_nul(text: str, *, where: str) -> str:
+    # PostgreSQL stores no NUL in text or jsonb: refused here, so the payload is answered
+    # 400 (and kept, escaped) instead of failing at the insert.
+    if "\x00" in text:
+        raise PayloadError(f"{where}: NUL characters are not allowed.")
+    return text
+
+
 def _text(value: Any, *, where: str, limit: int = MAX_TEXT) -> str:
     if value is None:
         return ""
     if not isinstance(value, str | int | float | bool):
         raise PayloadError(f"{where}: expected a string.")
-    return str(value)[:limit]
+    return _no_nul(str(value), where=where)[:limit]
 
 
 def _string_map(value: Any, *, where: str) -> dict[str, str]:
@@ -83,7 +91,10 @@ def _string_map(value: Any, *, where: str) -> dict[str, str]:
         raise PayloadError(f"{where}: expected an object of strings.")
     if len(value) > MAX_LABELS:
         raise PayloadError(f"{where}: more than {MAX_LABELS} entries.")
-    return {str(k)[:MAX_KEY]: _text(v, where=f"{where}.{k}") for k, v in value.items()}
+    return {
+        _no_nul(str(k), where=f"{where} (a name)")[:MAX_KEY]: _text(v, where=f"{where}.{k}")
+        for k, v in value.items()
+    }
 
 
 def labels_fingerprint(labels: Mapping[str, str]) -> str:

@@ -1,7 +1,7 @@
 """Alert intake: POST /api/v1/integrations/<id>/alerts/ takes each vendor's payload as sent.
 
-Thin: check the size, the credentials (bearer token, or the HMAC signature of the body for
-the generic kind) and the per-integration rate, then hand the raw body to
+Thin: check the size, the credentials (bearer token, or for the generic kind the HMAC over
+a timestamp and the body, with a delivery id accepted once) and the per-integration rate, then hand the raw body to
 `alerts.services.alerts_receive`. The body is read by us, not by DRF's parsers, because
 the HMAC is over the exact bytes and each vendor's JSON is parsed by its own parser.
 """
@@ -79,8 +79,9 @@ class AlertIntakeView(APIView):
         description=(
             "Where Prometheus Alertmanager (webhook v4), Grafana alerting or a generic sender "
             "posts its payload, as the vendor sends it. Authenticated by the integration's own "
-            "secret (`Authorization: Bearer <secret>`, or an `X-Signature-256` HMAC for the "
-            "generic kind), not by an API key. A firing alert opens or joins a draft incident; "
+            "secret (`Authorization: Bearer <secret>`, or for the generic kind an `X-Signature-256` "
+            "HMAC over `<X-Status-Timestamp>.<body>` with a unique `X-Status-Delivery`), not by an "
+            "API key; a stale timestamp or a replayed delivery is refused with 401. A firing alert opens or joins a draft incident; "
             "a resolved one closes its window. The same payload twice changes nothing."
         ),
         request={"application/json": {"type": "object"}},
@@ -98,6 +99,8 @@ class AlertIntakeView(APIView):
                 integration_id=integration_id,
                 authorization=request.META.get("HTTP_AUTHORIZATION", ""),
                 signature=request.META.get("HTTP_X_SIGNATURE_256", ""),
+                timestamp=request.META.get("HTTP_X_STATUS_TIMESTAMP", ""),
+                delivery=request.META.get("HTTP_X_STATUS_DELIVERY", ""),
                 body=body,
             )
         except services.IntakeUnauthorized as exc:

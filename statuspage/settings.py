@@ -569,6 +569,11 @@ ALERTS_PAYLOAD_RETENTION_DAYS = env_int("ALERTS_PAYLOAD_RETENTION_DAYS", 7)
 # Who is told when every alert of an incident resolved but a person has been updating it
 # (empty: every active staff user with an address).
 ALERTS_STAFF_EMAILS = env_list("ALERTS_STAFF_EMAILS", [])
+# A generic sender's X-Status-Timestamp may be this far from our clock; its delivery ids
+# are kept twice as long, so a captured request cannot be replayed.
+ALERTS_SIGNATURE_TOLERANCE_SECONDS = env_int("ALERTS_SIGNATURE_TOLERANCE_SECONDS", 300)
+# Open drafts per integration; alert groups beyond it are gathered in one overflow draft.
+ALERTS_MAX_OPEN_DRAFTS = env_int("ALERTS_MAX_OPEN_DRAFTS", 20)
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
     # Due auto-resolutions (after the flap debounce) and auto-publications, each minute.

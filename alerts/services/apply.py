@@ -67,11 +67,22 @@ def _reopen_incident(group: AlertGroup, event: AlertEvent, mapping: Mapping) -> 
     group.save(update_fields=["resolve_due_at"])
 
 
+def _overflow_text(integration: Integration) -> str:
+    return (
+        f"{settings.ALERTS_MAX_OPEN_DRAFTS} drafts were open for this integration, so further alert "
+        "groups are gathered in this one: review and split or publish them by hand."
+    )
+
+
 def _open_draft(integration: Integration, event: AlertEvent, decision: Decision, now: datetime) -> AlertGroup:
     mapping = decision.mapping
     assert mapping is not None
     title = suggested_title(event, mapping)
+    if decision.overflow:
+        title = f"Alerts from {integration.name}"[:200]
     notes = [f"Opened from the {integration.get_kind_display()} integration “{integration.name}”."]
+    if decision.overflow:
+        notes.append(_overflow_text(integration))
     if mapping.used_default:
         notes.append(
             "These labels matched no rule, so the default rule placed the impact: check the product, "
@@ -98,13 +109,16 @@ def _open_draft(integration: Integration, event: AlertEvent, decision: Decision,
         recurrence_of=decision.previous,
         internal_notes="\n".join(notes),
     )
-    minutes = mapping.rule.auto_publish_after_minutes
+    # A gathered draft mixes groups: a person decides, it never publishes itself.
+    minutes = None if decision.overflow else mapping.rule.auto_publish_after_minutes
     return AlertGroup.objects.create(
         integration=integration,
-        group_key=event.group_key,
+        group_key="overflow" if decision.overflow else event.group_key,
         incident=incident,
         rule=mapping.rule,
         publish_due_at=now + timedelta(minutes=minutes) if minutes is not None else None,
+        is_overflow=decision.overflow,
+        needs_attention=_overflow_text(integration) if decision.overflow else "",
     )
 
 

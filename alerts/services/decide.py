@@ -10,9 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
+from django.db.models import QuerySet
+
 from alerts.models import Alert, AlertGroup, Integration, MappingRule
 from alerts.parsers import AlertEvent
-from incidents.models import ImpactWindow, Incident, Location, Product
+from incidents.models import CLOSED_STATUSES, ImpactWindow, Incident, Location, Product
 
 FIRING = Alert.Status.FIRING
 RESOLVED = Alert.Status.RESOLVED
@@ -35,6 +38,7 @@ class Decision:
     group: AlertGroup | None = None
     window: ImpactWindow | None = None
     previous: Incident | None = None
+    overflow: bool = False  # opens the draft that gathers groups beyond the cap
 
 
 def rule_matches(rule: MappingRule, labels: dict[str, str]) -> bool:
@@ -74,7 +78,7 @@ def has_human_update(incident: Incident) -> bool:
 
 def _latest_group(integration: Integration, group_key: str) -> AlertGroup | None:
     return (
-        AlertGroup.objects.filter(integration=integration, group_key=group_key)
+        AlertGroup.objects.filter(integration=integration, group_key=group_key, is_overflow=False)
         .select_related("incident")
         .order_by("-created_at", "-id")
         .first()
@@ -124,11 +128,31 @@ def _decide_flap(integration: Integration, alert: Alert, mapping: Mapping) -> De
     )
 
 
+def _open_drafts(integration: Integration, *, overflow: bool) -> QuerySet[AlertGroup]:
+    return AlertGroup.objects.filter(
+        integration=integration, is_overflow=overflow, incident__is_public=False
+    ).exclude(incident__status__in=CLOSED_STATUSES)
+
+
+def _open(integration: Integration, mapping: Mapping, why: str, previous: Incident | None = None) -> Decision:
+    """Open a draft, unless the integration has ALERTS_MAX_OPEN_DRAFTS open already: then
+    the group joins the one overflow draft, so a flood of groups cannot bury the console."""
+    cap = settings.ALERTS_MAX_OPEN_DRAFTS
+    if _open_drafts(integration, overflow=False).count() < cap:
+        return Decision("open", f"opens a draft incident ({why})", mapping=mapping, previous=previous)
+    reason = f"{cap} drafts are open for this integration; gathered into one draft ({why})"
+    overflow = _open_drafts(integration, overflow=True).select_related("incident").order_by("-id").first()
+    if overflow is None:
+        return Decision("open", reason, mapping=mapping, overflow=True)
+    window = open_window(overflow.incident, mapping)
+    return Decision("join", reason, mapping=mapping, group=overflow, window=window)
+
+
 def _decide_by_group(integration: Integration, event: AlertEvent, mapping: Mapping, why: str) -> Decision:
     """Join the group's open incident, reopen its recent automatic resolution, or open a draft."""
     group = _latest_group(integration, event.group_key)
     if group is None:
-        return Decision("open", f"opens a draft incident ({why})", mapping=mapping)
+        return _open(integration, mapping, why)
     incident = group.incident
     if not incident.is_closed:
         return Decision(
@@ -149,8 +173,7 @@ def _decide_by_group(integration: Integration, event: AlertEvent, mapping: Mappi
             mapping=mapping,
             group=group,
         )
-    previous = incident if recent else None
-    return Decision("open", f"opens a draft incident ({why})", mapping=mapping, previous=previous)
+    return _open(integration, mapping, why, previous=incident if recent else None)
 
 
 def _decide_firing(

@@ -31,16 +31,22 @@ class IntakeResult:
         return {"payload": self.payload_id, "alerts": self.outcomes}
 
 
+def _escape_nul(text: str) -> str:
+    # PostgreSQL text holds no NUL: kept as the JSON escape, so the payload is still there
+    # to debug and reads as what was sent.
+    return text.replace("\x00", "\\u0000")
+
+
 def _keep(
     integration: Integration, *, body: bytes, remote_addr: str, status: int, outcome: str, now: datetime
 ) -> ReceivedPayload:
     return ReceivedPayload.objects.create(
         integration=integration,
         received_at=now,
-        remote_addr=remote_addr[:64],
+        remote_addr=_escape_nul(remote_addr[:64]),
         status_code=status,
-        body=body.decode("utf-8", errors="replace"),
-        outcome=outcome,
+        body=_escape_nul(body.decode("utf-8", errors="replace")),
+        outcome=_escape_nul(outcome),
     )
 
 

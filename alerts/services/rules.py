@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from alerts.models import Integration, MappingRule, new_secret
+from alerts.models import Integration, MappingRule, new_secret, secret_hash
 from alerts.parsers import CONTROL_CHARS
+from core import roles
 from incidents.models import ImpactLevel, IncidentImpact, Location, Product
 
 
@@ -40,32 +42,40 @@ def integration_create(
     flap_debounce_seconds: int = 300,
     reopen_within_minutes: int = 24 * 60,
     is_active: bool = True,
+    actor: User | None = None,
 ) -> Integration:
-    """A new integration with a fresh secret and its default rule."""
+    """A new integration with a fresh secret (shown once, as `issued_secret`) and its default rule."""
+    roles.check(actor, "alerts.manage")
     if kind not in Integration.Kind.values:
         raise ValidationError({"kind": f"Unknown kind {kind!r}."})
     name = _clean_name(name)
     if Integration.objects.filter(name=name).exists():
         raise ValidationError({"name": "An integration with this name exists."})
-    integration = Integration.objects.create(
+    integration = Integration(
         name=name,
         kind=kind,
         flap_debounce_seconds=flap_debounce_seconds,
         reopen_within_minutes=reopen_within_minutes,
         is_active=is_active,
     )
+    _issue_secret(integration)
+    integration.save()
     rule_save(
         integration=integration,
         is_default=True,
         product=default_product,
         level=default_level,
         impact=default_impact,
+        actor=actor,
     )
     return integration
 
 
 @transaction.atomic
-def integration_update(*, integration: Integration, changes: dict[str, Any]) -> Integration:
+def integration_update(
+    *, integration: Integration, changes: dict[str, Any], actor: User | None = None
+) -> Integration:
+    roles.check(actor, "alerts.manage")
     unknown = set(changes) - INTEGRATION_EDITABLE_FIELDS
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
@@ -81,11 +91,23 @@ def integration_update(*, integration: Integration, changes: dict[str, Any]) -> 
     return integration
 
 
+def _issue_secret(integration: Integration) -> None:
+    """A fresh secret, readable once as `issued_secret`: only a bearer token's hash is kept."""
+    issued = new_secret()
+    if integration.kind == Integration.Kind.GENERIC:
+        integration.secret, integration.secret_hash = issued, ""
+    else:
+        integration.secret, integration.secret_hash = "", secret_hash(issued)
+    integration.issued_secret = issued
+
+
 @transaction.atomic
-def integration_rotate_secret(*, integration: Integration) -> Integration:
+def integration_rotate_secret(*, integration: Integration, actor: User | None = None) -> Integration:
+    """A new secret, shown once (as `issued_secret` on the result); the old one stops working."""
+    roles.check(actor, "alerts.manage")
     integration = Integration.objects.select_for_update().get(pk=integration.pk)
-    integration.secret = new_secret()
-    integration.save(update_fields=["secret", "updated_at"])
+    _issue_secret(integration)
+    integration.save(update_fields=["secret", "secret_hash", "updated_at"])
     return integration
 
 
@@ -153,8 +175,10 @@ def rule_save(
     impact: str = IncidentImpact.MINOR,
     auto_publish_after_minutes: int | None = None,
     position: int = 0,
+    actor: User | None = None,
 ) -> MappingRule:
     """Create or change a mapping rule; one default per integration, which matches anything."""
+    roles.check(actor, "alerts.manage")
     if product is None:
         raise ValidationError({"product": "Choose the product this rule maps to."})
     if level not in ImpactLevel.values:
@@ -179,7 +203,8 @@ def rule_save(
 
 
 @transaction.atomic
-def rule_delete(*, rule: MappingRule) -> None:
+def rule_delete(*, rule: MappingRule, actor: User | None = None) -> None:
+    roles.check(actor, "alerts.manage")
     if rule.is_default:
         raise ValidationError("The default rule cannot be deleted: every alert needs somewhere to go.")
     MappingRule.objects.filter(pk=rule.pk).delete()

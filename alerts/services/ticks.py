@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from alerts.models import AlertGroup, Integration, ReceivedPayload
+from alerts.models import AlertGroup, IntakeDelivery, Integration, ReceivedPayload
 from alerts.services.apply import auto_resolve
 from alerts.services.decide import FIRING
 from core import roles
@@ -70,8 +70,13 @@ def _publish_due(now: datetime) -> int:
 
 
 def payloads_purge(*, now: datetime | None = None) -> int:
-    """Drop kept payloads older than ALERTS_PAYLOAD_RETENTION_DAYS."""
+    """Drop kept payloads older than ALERTS_PAYLOAD_RETENTION_DAYS (the count returned),
+    and delivery ids no timestamp inside the tolerance can reach any more."""
     now = now or timezone.now()
+    # A timestamp up to the tolerance ahead of our clock stays valid for twice the
+    # tolerance after it arrived: its delivery id must be remembered that long.
+    replayable = timedelta(seconds=2 * settings.ALERTS_SIGNATURE_TOLERANCE_SECONDS)
+    IntakeDelivery.objects.filter(received_at__lt=now - replayable).delete()
     cutoff = now - timedelta(days=settings.ALERTS_PAYLOAD_RETENTION_DAYS)
     deleted, _ = ReceivedPayload.objects.filter(received_at__lt=cutoff).delete()
     return deleted

@@ -4,6 +4,8 @@ posting payloads the way each vendor does (bearer token, or HMAC for generic).""
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +70,25 @@ def url_for(integration: Integration) -> str:
     return f"/api/v1/integrations/{integration.pk}/alerts/"
 
 
+def signed_headers(secret: str, body: bytes, *, timestamp: int | None = None) -> dict[str, Any]:
+    """A generic sender's headers: the timestamp, a fresh delivery id, and the HMAC over them and the body."""
+    timestamp = int(time.time()) if timestamp is None else timestamp
+    delivery = uuid.uuid4().hex
+    return {
+        "HTTP_X_STATUS_TIMESTAMP": str(timestamp),
+        "HTTP_X_STATUS_DELIVERY": delivery,
+        "HTTP_X_SIGNATURE_256": services.signature_for(
+            secret=secret, timestamp=timestamp, delivery=delivery, body=body
+        ),
+    }
+
+
 def post(client: Client, integration: Integration, payload: Any, *, secret: str | None = None) -> Any:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    secret = integration.secret if secret is None else secret
+    secret = integration.issued_secret if secret is None else secret
     headers: dict[str, Any] = {}
     if integration.kind == Integration.Kind.GENERIC:
-        headers["HTTP_X_SIGNATURE_256"] = services.signature_for(secret=secret, body=body)
+        headers.update(signed_headers(secret, body))
     else:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
     return client.generic("POST", url_for(integration), body, content_type="application/json", **headers)

@@ -158,7 +158,7 @@ def test_a_real_alertmanager_opens_a_draft_then_resolves_it(
     gcs, fallback, region, _ = cloud_storage_catalogue()
     integration = make_integration("alertmanager", gcs=gcs, fallback=fallback, flap_debounce_seconds=0)
     receiver = live_server.url.replace("localhost", "127.0.0.1") + url_for(integration)
-    manager = alertmanager_for(receiver, integration.secret)
+    manager = alertmanager_for(receiver, integration.issued_secret)
 
     now = datetime.now(UTC)
     starts = _whole_seconds(now - timedelta(minutes=10))

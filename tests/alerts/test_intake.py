@@ -21,7 +21,14 @@ from incidents import services as incident_services
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
 from outbox.models import OutboundMessage
 from subscriptions.models import Subscriber
-from tests.alerts.helpers import alert_drafts, cloud_storage_catalogue, make_integration, post, url_for
+from tests.alerts.helpers import (
+    alert_drafts,
+    cloud_storage_catalogue,
+    make_integration,
+    post,
+    signed_headers,
+    url_for,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -102,13 +109,13 @@ def test_it_refuses_bad_credentials_with_401_and_writes_nothing(
         client.post(url_for(am), body, content_type="application/json"),
         post(client, am, body, secret="wrong"),
         client.post(
-            url_for(am), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {am.secret}"
+            url_for(am), body, content_type="application/json", HTTP_AUTHORIZATION=f"Token {am.issued_secret}"
         ),
         client.post(
             "/api/v1/integrations/999999/alerts/",
             body,
             content_type="application/json",
-            HTTP_AUTHORIZATION=f"Bearer {am.secret}",
+            HTTP_AUTHORIZATION=f"Bearer {am.issued_secret}",
         ),
         post(client, generic, body, secret="wrong"),
         client.post(
@@ -183,12 +190,11 @@ def test_generic_kind_takes_an_hmac_signature_of_the_exact_body(client: Client, 
     assert response.status_code == 200, response.content
     assert response.json()["alerts"][0]["action"] == "open"
     # The same signature over a changed body is refused.
-    signature = services.signature_for(secret=generic.secret, body=body)
     tampered = client.post(
         url_for(generic),
         body.replace(b"GCS", b"XSS"),
         content_type="application/json",
-        HTTP_X_SIGNATURE_256=signature,
+        **signed_headers(generic.secret, body),
     )
     assert tampered.status_code == 401
 

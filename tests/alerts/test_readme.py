@@ -48,7 +48,7 @@ def test_the_readme_generic_curl_command_opens_a_draft(live_server: Any) -> None
     [script] = _blocks("sh")
     url = live_server.url.replace("localhost", "127.0.0.1") + url_for(integration)
     script = script.replace("https://status.example.com/api/v1/integrations/3/alerts/", url)
-    script = script.replace("<the integration secret>", integration.secret)
+    script = script.replace("<the integration secret>", integration.issued_secret)
     result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     answer = json.loads(result.stdout)
