@@ -12,10 +12,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.text import check_time, clean_single_line, clean_text
-from edge import version as public_cache
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
-from incidents.services._common import WindowSpec, horizon_for, markdown_field, require_aware, validate_window
+from incidents.services._common import (
+    WindowSpec,
+    horizon_for,
+    markdown_field,
+    public_changed,
+    require_aware,
+    validate_window,
+)
 from incidents.services.guards import check_not_declared_twice, check_update_not_repeated, record_declared
 from incidents.services.windows import LevelSpec, impact_levels_set
 
@@ -45,7 +51,7 @@ def _timeline_entry(
     )
     # Subscribers (and any other room that joined) hear of it inside this transaction.
     events.announce(kind=kind, incident=incident, update=update)
-    public_cache.public_state_changed()
+    public_changed(incident)
     return update
 
 
@@ -369,13 +375,14 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    was_public = incident.is_public
     changes, extra = _cleaned_changes(incident, changes)
     for name, value in changes.items():
         setattr(incident, name, value)
     _check_edited_times(incident, changes)
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
-        public_cache.public_state_changed()
+        public_changed(incident, was_public=was_public)
     return incident
 
 
@@ -383,7 +390,7 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any]) -> Incident:
 def incident_delete(*, incident: Incident) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     Incident.objects.filter(pk=incident.pk).delete()
-    public_cache.public_state_changed()
+    public_changed(incident)
 
 
 # --- The console's update: words and levels together ----------------------------------------
@@ -427,7 +434,7 @@ def incident_post_update_with_levels(
         Incident.objects.filter(pk=incident.pk).exclude(impact=impact).update(
             impact=impact, updated_at=timezone.now()
         )
-        public_cache.public_state_changed()
+        public_changed(incident)
     return update
 
 
