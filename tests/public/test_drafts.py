@@ -76,7 +76,7 @@ def _updated_at(snapshot: dict[str, tuple[int, bytes, str, str]]) -> dict[str, A
 
 
 @pytest.fixture
-def clock(settings: Any) -> Iterator[FrozenDateTimeFactory]:
+def clock(settings: Any) -> Iterator[Any]:
     # One live-document time bucket for the whole test: only the stamp may move it.
     settings.PUBLIC_CACHE_TTL = 3600
     with freeze_time(NOW) as frozen:
@@ -135,7 +135,7 @@ def test_draft_writes_move_no_public_value_until_published(
     assert version.public_state_version() == stamp
     after = _snapshot(client)
     assert after == before
-    for url, (_, _, etag, last_modified) in before.items():
+    for url, (_, _, etag, _) in before.items():
         revalidated = client.get(url, HTTP_IF_NONE_MATCH=etag)
         assert revalidated.status_code == 304, url
 
