@@ -83,11 +83,13 @@ def _product_updated_at(product: Product) -> datetime:
 
 
 def build_components(*, now: datetime) -> Components:
+    # Only counted windows: a draft's writes must not move a public `updated_at`.
+    counted = selectors.counted_window("windows__")
     products = list(
         selectors.products_public().annotate(
-            last_window_created=Max("windows__created_at"),
-            last_window_started=Max("windows__started_at", filter=Q(windows__started_at__lte=now)),
-            last_window_ended=Max("windows__ended_at", filter=Q(windows__ended_at__lte=now)),
+            last_window_created=Max("windows__created_at", filter=counted),
+            last_window_started=Max("windows__started_at", filter=counted & Q(windows__started_at__lte=now)),
+            last_window_ended=Max("windows__ended_at", filter=counted & Q(windows__ended_at__lte=now)),
         )
     )
     # Databases disagree on where NULL groups sort; positions must not depend on that.

@@ -18,7 +18,8 @@ from django.db.models import Q, QuerySet
 from core import roles
 from credits import explain, sla
 from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, SLAPolicy
-from incidents.models import ImpactWindow, Incident, Location, Product
+from incidents.models import Incident, Location, Product
+from incidents.selectors import windows_counted
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,12 @@ def location_relatives() -> dict[int, frozenset[int]]:
 
 def windows_for_period(*, start: datetime, end: datetime) -> list[WindowRow]:
     """Impact windows near [start, end): a day of margin either side, so that the
-    minimum-downtime rule sees whole outage stretches across the month boundary."""
+    minimum-downtime rule sees whole outage stretches across the month boundary. Only
+    counted windows (`incidents.selectors.counted_window`): a draft owes nothing."""
     lo, hi = start - timedelta(days=1), end + timedelta(days=1)
     rows = (
-        ImpactWindow.objects.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=lo), started_at__lt=hi)
+        windows_counted()
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=lo), started_at__lt=hi)
         .values_list(
             "id",
             "product_id",

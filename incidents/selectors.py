@@ -91,6 +91,19 @@ def incidents_public() -> QuerySet[Incident]:
     return Incident.objects.filter(is_public=True).filter(Q(Exists(public_window)) | ~Q(Exists(any_window)))
 
 
+def counted_window(prefix: str = "") -> Q:
+    """The one rule for which impact counts (status, uptime, the grid, the public uptime
+    report, SLA credits): windows of published incidents. A draft's windows count from
+    the moment it is published, over their own [started_at, ended_at), so a draft
+    published late counts its whole impact. `prefix` reaches windows through a relation
+    ("windows__"). Design: docs/adr/0011-drafts-count-once-published.md."""
+    return Q(**{f"{prefix}incident__is_public": True})
+
+
+def windows_counted() -> QuerySet[ImpactWindow]:
+    return ImpactWindow.objects.filter(counted_window())
+
+
 def public_windows_prefetch(prefix: str = "") -> Prefetch:
     return Prefetch(
         f"{prefix}windows",
@@ -129,15 +142,13 @@ def product_statuses(
     """Current status of each product: the worst window open at `at`.
 
     One query, whatever the number of products: windows that contain `at`. Windows of
-    staff-only incidents count only with `include_private`: otherwise a hidden incident
-    would show on the public page as a public product's status.
+    drafts count only with `include_private` (the console): otherwise a draft would show
+    on the public page as a public product's status.
     """
     at = at or timezone.now()
-    windows = ImpactWindow.objects.filter(started_at__lte=at).filter(
-        Q(ended_at__isnull=True) | Q(ended_at__gt=at)
+    windows = (ImpactWindow.objects.all() if include_private else windows_counted()).filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=at), started_at__lte=at
     )
-    if not include_private:
-        windows = windows.filter(incident__is_public=True)
     if products is not None:
         windows = windows.filter(product__in=list(products))
     statuses: dict[int, str] = {}

@@ -21,8 +21,8 @@ from django.http import Http404
 
 from core.timezones import display_zone
 from incidents import uptime
-from incidents.models import ImpactWindow, Product
-from incidents.selectors import products_public
+from incidents.models import Product
+from incidents.selectors import products_public, windows_counted
 from insights import aggregates, history, metrics
 from insights.scope import Scope
 from insights.scope import scope_choices as scope_choices  # the views and tests read it here
@@ -299,10 +299,11 @@ def product_uptime_report(*, slug: str, now: datetime) -> UptimeReport:
     months = metrics.periods(last=today, count=REPORT_MONTHS, granularity=metrics.MONTH, tz=tz)
     days = uptime.display_days(last=today, count=REPORT_DAYS, tz=tz)
     since = min(months[0].start, days[0].start)
-    # The status page's rule (public_site.pages.windows_between): windows of public
-    # incidents that have started by now.
+    # The status page's rule (public_site.pages.windows_between): counted windows (no
+    # draft's) that have started by now.
     windows = list(
-        ImpactWindow.objects.filter(product=product, incident__is_public=True, started_at__lte=now)
+        windows_counted()
+        .filter(product=product, started_at__lte=now)
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
         .values_list("incident_id", "level", "started_at", "ended_at")
         .order_by("started_at", "id")

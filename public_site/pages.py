@@ -44,6 +44,7 @@ from incidents.selectors import (
     products_public,
     status_summary,
     window_interval,
+    windows_counted,
 )
 
 UPTIME_BAR_DAYS = 90
@@ -81,14 +82,16 @@ INDICATOR_LEVEL = {
 def windows_between(
     *, since: datetime, now: datetime, products: Iterable[Product] | None = None
 ) -> list[ImpactWindow]:
-    """One query: windows of public incidents on public products that overlap [since, now].
+    """One query: counted windows (`incidents.selectors.windows_counted`: no draft's) on
+    public products that overlap [since, now].
 
     A window on a public product belongs to an incident in `incidents_public()` exactly
-    when the incident itself is public, so the cheap join on `incident.is_public` is the
-    same rule. Windows scheduled to start after `now` (maintenance) have not happened.
+    when it counts, so the cheap join on the incident is the same rule. Windows
+    scheduled to start after `now` (maintenance) have not happened.
     """
     queryset = (
-        ImpactWindow.objects.filter(product__is_public=True, incident__is_public=True, started_at__lte=now)
+        windows_counted()
+        .filter(product__is_public=True, started_at__lte=now)
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
         .select_related("incident")
         .only(

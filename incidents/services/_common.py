@@ -69,6 +69,15 @@ def validate_window(
         raise ValidationError({"ended_at": "The end must not be before the start."})
 
 
+def public_changed(incident: Incident, *, was_public: bool = False) -> None:
+    """Mark the public state changed by a write to `incident`, unless it is a draft and
+    was one: a draft shows nowhere public, so its writes must not move the stamp (the
+    live document, Last-Modified, every cached page). Publishing is the change that shows
+    (docs/adr/0011-drafts-count-once-published.md)."""
+    if incident.is_public or was_public:
+        public_cache.public_state_changed()
+
+
 def touch(incident: Incident) -> None:
     incident.save(update_fields=["updated_at"])
-    public_cache.public_state_changed()
+    public_changed(incident)

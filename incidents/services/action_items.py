@@ -13,9 +13,8 @@ from django.db import transaction
 
 from core import roles
 from core.text import clean_single_line
-from edge import version as public_cache
 from incidents.models import ActionItem, Incident
-from incidents.services._common import markdown_field
+from incidents.services._common import markdown_field, public_changed
 
 
 @transaction.atomic
@@ -53,7 +52,7 @@ def action_item_create(
     item.full_clean()
     item.save()
     if is_public:
-        public_cache.public_state_changed()
+        public_changed(incident)
     return item
 
 
@@ -78,7 +77,7 @@ def action_item_edit(*, item: ActionItem, changes: dict[str, Any], actor: User |
     if changes:
         item.save(update_fields=[*changes, *extra, "updated_at"])
         if was_public or item.is_public:
-            public_cache.public_state_changed()
+            public_changed(item.incident)
     return item
 
 

@@ -13,10 +13,16 @@ from django.utils import timezone
 
 from core import roles
 from core.text import check_time, clean_single_line, clean_text
-from edge import version as public_cache
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
-from incidents.services._common import WindowSpec, horizon_for, markdown_field, require_aware, validate_window
+from incidents.services._common import (
+    WindowSpec,
+    horizon_for,
+    markdown_field,
+    public_changed,
+    require_aware,
+    validate_window,
+)
 from incidents.services.guards import check_not_declared_twice, check_update_not_repeated, record_declared
 from incidents.services.windows import LevelSpec, impact_levels_set
 
@@ -46,7 +52,7 @@ def _timeline_entry(
     )
     # Subscribers (and any other room that joined) hear of it inside this transaction.
     events.announce(kind=kind, incident=incident, update=update)
-    public_cache.public_state_changed()
+    public_changed(incident)
     return update
 
 
@@ -375,13 +381,14 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    was_public = incident.is_public
     changes, extra = _cleaned_changes(incident, changes)
     for name, value in changes.items():
         setattr(incident, name, value)
     _check_edited_times(incident, changes)
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
-        public_cache.public_state_changed()
+        public_changed(incident, was_public=was_public)
     return incident
 
 
@@ -390,7 +397,7 @@ def incident_delete(*, incident: Incident, actor: User | None = None) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     roles.check(actor, "incident.edit")
     Incident.objects.filter(pk=incident.pk).delete()
-    public_cache.public_state_changed()
+    public_changed(incident)
 
 
 # --- The console's update: words and levels together ----------------------------------------
@@ -436,7 +443,7 @@ def incident_post_update_with_levels(
         Incident.objects.filter(pk=incident.pk).exclude(impact=impact).update(
             impact=impact, updated_at=timezone.now()
         )
-        public_cache.public_state_changed()
+        public_changed(incident)
     return update
 
 

@@ -11,10 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import roles
-from edge import version as public_cache
 from incidents import events
 from incidents.models import Incident, IncidentReport
-from incidents.services._common import markdown_field, require_aware, touch
+from incidents.services._common import markdown_field, public_changed, require_aware, touch
 from incidents.services.action_items import ActionItemChange, action_items_save
 
 Status = Incident.Status
@@ -89,7 +88,7 @@ def report_publish(
         incident.status = Status.POSTMORTEM
         incident.save(update_fields=["status", "updated_at"])
     events.announce(kind="report_published", incident=incident, report=report)
-    public_cache.public_state_changed()
+    public_changed(incident)
     return report
 
 
