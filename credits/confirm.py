@@ -5,7 +5,7 @@ The token signs the notice ids together with each one's state and credit, so a n
 recomputed (or cancelled) after the confirmation page was shown makes the token stale and
 the send asks again instead of mailing figures nobody looked at. A send above
 CREDITS_SECOND_APPROVER_ABOVE needs two Finance users: the first prepares it, a different
-one approves it (docs/adr/0016-credit-four-eyes.md).
+one approves it (docs/adr/0012-credit-four-eyes.md).
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def _incident_line(
     incident: Incident, spans: dict[int, tuple[timedelta, datetime, datetime]], tz: ZoneInfo
 ) -> IncidentLine:
     if not incident.is_public:
-        # Internal incidents still count as downtime; their titles stay internal.
+        # Hidden after the notice was computed (drafts never count): the title stays internal.
         return IncidentLine(gettext("An unlisted incident"), "", _local(incident.started_at, tz), "", "")
     end = incident.resolved_at
     total = incident_durations(incident=incident).total
