@@ -67,6 +67,15 @@ ROLES: dict[str, frozenset[str]] = {
 }
 
 
+# The admin also asks Django's model permissions: a role holds those of the rooms whose
+# admin pages it works in (the services still check the action).
+ADMIN_APPS: dict[str, tuple[str, ...]] = {
+    "Responder": ("incidents",),
+    "Finance": ("credits",),
+    "Integrations": ("alerts", "api", "subscriptions"),
+}
+
+
 def codename(action: str) -> str:
     return action.replace(".", "_")
 
@@ -119,6 +128,7 @@ def sync_roles(apps: Any) -> None:
     for name, actions in ROLES.items():
         group, _ = groups.objects.get_or_create(name=name)
         wanted = [by_action[a] for a in sorted(actions)]
+        wanted += permissions.objects.filter(content_type__app_label__in=ADMIN_APPS.get(name, ()))
         if name == "Administrator":
             wanted = list(permissions.objects.all())
         group.permissions.set(wanted)

@@ -41,3 +41,12 @@ def test_it_refuses_a_staff_user_without_a_role_and_an_inactive_one() -> None:
 def test_it_names_unknown_actions() -> None:
     with pytest.raises(KeyError, match=r"add it to core\.roles\.ACTIONS"):
         roles.permission("credits.mint")
+
+
+def test_it_gives_each_role_the_admin_pages_of_its_rooms() -> None:
+    finance = User.objects.create_user("fay", is_staff=True)
+    finance.groups.add(Group.objects.get(name="Finance"))
+
+    assert finance.has_perm("credits.change_customer")
+    assert not finance.has_perm("incidents.change_incident")
+    assert not finance.has_perm("auth.add_user")
