@@ -9,7 +9,6 @@ disabled and its owner told by email.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 from typing import Any
@@ -21,18 +20,12 @@ from django.core.validators import URLValidator
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from outbox.webhook_connect import is_public_address
 from subscriptions.models import Subscriber
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_PURPOSE = "subscriptions.webhook"
-
-
-def _is_public_address(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
 
 
 # The documented incoming-webhook hosts. Slack: https://api.slack.com/messaging/webhooks
@@ -120,7 +113,7 @@ def _check_public(parts: SplitResult) -> None:
     except (socket.gaierror, UnicodeError):
         raise _invalid(_("The webhook host does not resolve.")) from None
     addresses = {str(info[4][0]) for info in infos}
-    if not addresses or not all(_is_public_address(a) for a in addresses):
+    if not addresses or not all(is_public_address(a) for a in addresses):
         raise _invalid(_("Webhook targets must be public internet addresses."))
 
 
