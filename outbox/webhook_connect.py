@@ -2,7 +2,7 @@
 
 The host is resolved once, every answer must be public (unless WEBHOOK_ALLOW_PRIVATE),
 and the socket connects to that address: the Host header, TLS SNI and the certificate
-check still use the URL's host name. See docs/adr/0011-webhook-targets.md.
+check still use the URL's host name. See docs/subscriptions.md.
 """
 
 from __future__ import annotations
