@@ -99,7 +99,9 @@ class SubscriberViewSet(
         serializer = SubscriberLanguageSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         services.subscriber_set_language(
-            subscriber=subscriber, language=serializer.validated_data["language"]
+            subscriber=subscriber,
+            language=serializer.validated_data["language"],
+            actor=request.user,  # type: ignore[arg-type]  # StaffOnly: a signed-in user
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=subscriber.pk)).data)
 

@@ -6,12 +6,11 @@ symbols) so a spreadsheet or a script reads them back exactly.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from core import csvfile
 from credits import sla
 from credits.models import CreditNotice, Customer
 from credits.selectors import notice_entitlements_for_customer
@@ -36,30 +35,27 @@ NOTICE_COLUMNS = [
 
 
 def notices_csv(notices: Iterable[CreditNotice]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(NOTICE_COLUMNS)
-    for n in notices:
-        writer.writerow(
-            [
-                n.pk,
-                n.period,
-                n.customer_id,
-                n.customer.name,
-                n.policy.name,
-                n.downtime_minutes,
-                n.uptime_percent,
-                n.credit,
-                n.unit,
-                "" if n.credit_amount is None else n.credit_amount,
-                n.customer.currency,
-                n.state,
-                n.claim_deadline.isoformat(),
-                n.approved_at.isoformat() if n.approved_at else "",
-                n.sent_at.isoformat() if n.sent_at else "",
-            ]
-        )
-    return out.getvalue()
+    rows = (
+        [
+            n.pk,
+            n.period,
+            n.customer_id,
+            n.customer.name,
+            n.policy.name,
+            n.downtime_minutes,
+            n.uptime_percent,
+            n.credit,
+            n.unit,
+            "" if n.credit_amount is None else n.credit_amount,
+            n.customer.currency,
+            n.state,
+            n.claim_deadline.isoformat(),
+            n.approved_at.isoformat() if n.approved_at else "",
+            n.sent_at.isoformat() if n.sent_at else "",
+        ]
+        for n in notices
+    )
+    return csvfile.csv_text(NOTICE_COLUMNS, rows)
 
 
 @dataclass(frozen=True)
@@ -114,39 +110,36 @@ STATEMENT_COLUMNS = [
 
 
 def statement_csv(st: Statement) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(STATEMENT_COLUMNS)
-    for line in st.lines:
-        writer.writerow(
-            [
-                "uptime",
-                line.product,
-                line.location,
-                line.policy,
-                line.downtime_minutes,
-                line.uptime_percent,
-                "",
-                "",
-                "",
-                "",
-                "",
-            ]
-        )
-    for n in st.notices:
-        writer.writerow(
-            [
-                "credit",
-                "",
-                "",
-                n.policy.name,
-                n.downtime_minutes,
-                n.uptime_percent,
-                n.credit,
-                n.unit,
-                "" if n.credit_amount is None else n.credit_amount,
-                st.customer.currency,
-                n.state,
-            ]
-        )
-    return out.getvalue()
+    rows: list[list[object]] = [
+        [
+            "uptime",
+            line.product,
+            line.location,
+            line.policy,
+            line.downtime_minutes,
+            line.uptime_percent,
+            "",
+            "",
+            "",
+            "",
+            "",
+        ]
+        for line in st.lines
+    ]
+    rows += [
+        [
+            "credit",
+            "",
+            "",
+            n.policy.name,
+            n.downtime_minutes,
+            n.uptime_percent,
+            n.credit,
+            n.unit,
+            "" if n.credit_amount is None else n.credit_amount,
+            st.customer.currency,
+            n.state,
+        ]
+        for n in st.notices
+    ]
+    return csvfile.csv_text(STATEMENT_COLUMNS, rows)

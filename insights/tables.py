@@ -6,12 +6,11 @@ units: minutes and ISO times instead of "18 h 11 min").
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 
+from core import csvfile
 from incidents import uptime
 from insights import metrics
 
@@ -70,24 +69,6 @@ def iso(value: object) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else ""
 
 
-# Cells a spreadsheet would run as a formula (incident titles are user text).
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
 def csv_text(table: Table) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(table.csv_headers)
-    for row in table.csv_rows:
-        writer.writerow(
-            [f"'{cell}" if cell.startswith(_FORMULA_START) and not _is_number(cell) else cell for cell in row]
-        )
-    return buffer.getvalue()
-
-
-def _is_number(text: str) -> bool:
-    try:
-        Decimal(text)
-    except ArithmeticError:
-        return False
-    return True
+    # Through the one CSV writer: incident titles are user text, never run as formulas.
+    return csvfile.csv_text(table.csv_headers, table.csv_rows)

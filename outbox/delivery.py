@@ -10,11 +10,9 @@ import contextlib
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import re
 import smtplib
-import socket
 import ssl
 import threading
 import time
@@ -31,6 +29,7 @@ from django.core.mail.utils import DNS_NAME
 from django.utils.html import escape
 
 from outbox import conf
+from outbox.webhook_connect import webhook_connection
 
 if TYPE_CHECKING:
     from outbox.models import OutboundMessage
@@ -507,23 +506,14 @@ def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
-def _host_is_private(host: str) -> bool:
-    try:
-        infos = socket.getaddrinfo(host, None)
-    except OSError:
-        return False  # unresolvable: the request itself will fail as an outage
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            return True
-    return False
-
-
 def send_webhook(message: OutboundMessage) -> Result:
     parts = urlsplit(message.url)
-    host = parts.hostname or ""
-    if not conf.webhook_allow_private() and _host_is_private(host):
-        return Result(PERMANENT, None, f"refused: {host} resolves to a private or loopback address")
+    connection = webhook_connection(parts.scheme, parts.hostname or "", parts.port)
+    if isinstance(connection, str):
+        # Unresolvable: the destination is unavailable (an outage), like a refused connect.
+        return Result(OUTAGE, None, connection)
+    if connection is None:
+        return Result(PERMANENT, None, f"refused: {parts.hostname} resolves to a private or loopback address")
     body = webhook_body(message.payload)
     timestamp = int(time.time())
     headers = {
@@ -537,13 +527,6 @@ def send_webhook(message: OutboundMessage) -> Result:
         "X-Status-Event": webhook_event(message),
     }
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    connection: http.client.HTTPConnection
-    # http.client follows no redirects: a receiver must answer itself, so a URL that
-    # passed validation cannot bounce the signed request elsewhere (an internal host).
-    if parts.scheme == "https":
-        connection = http.client.HTTPSConnection(host, parts.port, timeout=conf.webhook_timeout())
-    else:
-        connection = http.client.HTTPConnection(host, parts.port, timeout=conf.webhook_timeout())
     try:
         try:
             connection.connect()

@@ -137,14 +137,15 @@ def _content_html(entry: FeedEntry) -> str:
 
 
 def json_feed_document(
-    request: HttpRequest, *, entries: list[FeedEntry], title: str, feed_path: str, home_path: str
+    *, entries: list[FeedEntry], title: str, feed_path: str, home_path: str
 ) -> dict[str, Any]:
     items = []
     for entry in entries:
         incident = entry.incident
         item: dict[str, Any] = {
             "id": f"incident:{incident.public_id}",
-            "url": request.build_absolute_uri(reverse("public:incident", args=[incident.public_id])),
+            # SITE_URL, not the request's Host: the feed is cached for every reader.
+            "url": f"{settings.SITE_URL}{reverse('public:incident', args=[incident.public_id])}",
             "title": f"{incident.get_status_display()}: {incident.title}",
             "content_html": _content_html(entry),
             "date_published": incident.started_at.isoformat(),
@@ -157,8 +158,8 @@ def json_feed_document(
     return {
         "version": JSON_FEED_VERSION,
         "title": title,
-        "home_page_url": request.build_absolute_uri(home_path),
-        "feed_url": request.build_absolute_uri(feed_path),
+        "home_page_url": f"{settings.SITE_URL}{home_path}",
+        "feed_url": f"{settings.SITE_URL}{feed_path}",
         "description": f"Incidents and scheduled maintenance on the {site_title(settings.SITE_NAME)} page, newest first.",
         "language": settings.LANGUAGE_CODE.split("-")[0],
         "items": items,
@@ -172,7 +173,6 @@ def _json_feed_response(document: dict[str, Any]) -> HttpResponse:
 
 def history_json_feed(request: HttpRequest) -> HttpResponse:
     document = json_feed_document(
-        request,
         entries=public_history.feed_entries(),
         title=f"{settings.SITE_NAME} incident history",
         feed_path=reverse("feeds:history-json"),
@@ -184,7 +184,6 @@ def history_json_feed(request: HttpRequest) -> HttpResponse:
 def product_json_feed(request: HttpRequest, slug: str) -> HttpResponse:
     product = _public_product(slug)
     document = json_feed_document(
-        request,
         entries=public_history.feed_entries(product=product),
         title=f"{product.name} incident history · {site_title(settings.SITE_NAME)}",
         feed_path=reverse("feeds:product-history-json", args=[product.slug]),

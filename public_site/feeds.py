@@ -1,5 +1,7 @@
 """Atom and RSS feeds of the incident history: one entry per incident, latest state.
 
+Every link is absolute on settings.SITE_URL, never the request's Host: a feed is cached
+and served to every reader, so the first requester must not choose its links.
 Entry HTML is built from escaped fields (format_html) and user Markdown rendered by the
 one sanitising function, so nothing raw from a user reaches a feed reader.
 """
@@ -34,8 +36,13 @@ logger = logging.getLogger(__name__)
 _building = threading.local()
 
 
+def absolute(path: str) -> str:
+    return f"{settings.SITE_URL}{path}"
+
+
 class HistoryRssFeed(Feed):
     feed_type: type[SyndicationFeed] = Rss201rev2Feed
+    url_name = "feeds:history-rss"
 
     def __call__(self, request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
         # Entry text names times in the display zone, like the pages do.
@@ -46,7 +53,10 @@ class HistoryRssFeed(Feed):
         return f"{settings.SITE_NAME} incident history"
 
     def link(self) -> str:
-        return reverse("public:history")
+        return absolute(reverse("public:history"))
+
+    def feed_url(self) -> str:
+        return absolute(reverse(self.url_name))
 
     def description(self) -> str:
         return f"Incidents and scheduled maintenance on the {settings.SITE_NAME} status page, newest first."
@@ -58,7 +68,7 @@ class HistoryRssFeed(Feed):
         return f"{item.incident.get_status_display()}: {item.incident.title}"
 
     def item_link(self, item: FeedEntry) -> str:
-        return reverse("public:incident", args=[item.incident.public_id])
+        return absolute(reverse("public:incident", args=[item.incident.public_id]))
 
     def item_guid(self, item: FeedEntry) -> str:
         return f"incident:{item.incident.public_id}"
@@ -131,6 +141,7 @@ class HistoryRssFeed(Feed):
 
 class HistoryAtomFeed(HistoryRssFeed):
     feed_type = Atom1Feed
+    url_name = "feeds:history-atom"
 
     def subtitle(self) -> str:
         return self.description()

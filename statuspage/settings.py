@@ -463,6 +463,8 @@ SUBSCRIBE_CONFIRM_RESEND_SECONDS = env_int("SUBSCRIBE_CONFIRM_RESEND_SECONDS", 3
 # Webhook targets on private, loopback or link-local addresses are refused (SSRF) unless
 # this is on (tests and local development only).
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+# Webhook, Slack and Teams subscriptions need https URLs unless this is on (development).
+WEBHOOK_ALLOW_HTTP = env_bool("WEBHOOK_ALLOW_HTTP", DEBUG)
 # A webhook whose deliveries fail for good this many times in a row is disabled.
 WEBHOOK_MAX_CONSECUTIVE_FAILURES = env_int("WEBHOOK_MAX_CONSECUTIVE_FAILURES", 5)
 MAINTENANCE_REMINDER_MINUTES = env_int("MAINTENANCE_REMINDER_MINUTES", 60)

@@ -105,7 +105,7 @@ class SubscribeForm(ProductChoiceForm):
                 # Checked here too (the service checks again), so that a refused URL is
                 # reported even when the per-address limit skips the service call.
                 try:
-                    data["url"] = validate_webhook_url(data["url"])
+                    data["url"] = validate_webhook_url(data["url"], kind=data["kind"])
                 except ValidationError as exc:
                     self.add_error("url", exc.messages)
         return data

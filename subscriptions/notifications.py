@@ -19,7 +19,7 @@ import enum
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
+from core import roles
 from incidents import events
 from incidents.models import Incident, IncidentReport, IncidentUpdate, Location, Product
 from incidents.selectors import incidents_public
@@ -41,6 +42,9 @@ from subscriptions.webhooks import WEBHOOK_PURPOSE
 logger = logging.getLogger(__name__)
 
 Status = Incident.Status
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Event(enum.StrEnum):
@@ -430,9 +434,10 @@ def maintenance_reminder(*, incident: Incident) -> int:
 TEST_EVENT = "test"
 
 
-def webhook_test_send(*, subscriber: Subscriber) -> None:
+def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> None:
     """Queue a signed `test` event to one webhook, through the outbox like any event, so
     its owner can check the receiver and the signature (the admin's "send test event")."""
+    roles.check(actor, "webhook.manage")
     if subscriber.kind != Subscriber.Kind.WEBHOOK:
         raise ValueError("only webhook subscribers receive test events")
     now = timezone.now()

@@ -8,9 +8,10 @@ gets a link to its settings, and nothing about it changes until that link is use
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -19,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core import roles
 from core.i18n import clean_language
 from core.text import clean_single_line
 from incidents.models import Product
@@ -26,6 +28,9 @@ from outbox.models import OutboundMessage
 from subscriptions import emails
 from subscriptions.models import HOOK_KINDS, Subscriber, new_webhook_secret
 from subscriptions.webhooks import validate_webhook_url
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def clean_email(value: str) -> str:
@@ -41,6 +46,22 @@ def clean_email(value: str) -> str:
     return f"{local}@{domain.lower()}"
 
 
+def mailbox_key(email: str) -> str:
+    """The mailbox an address delivers to, for limits: lower-case, `+tag` dropped.
+
+    `Ops+1@Example.com` and `ops+2@example.com` reach one inbox, so they share one
+    per-address limit. Dots stay: only some providers ignore them (Gmail does, most do
+    not), and merging distinct mailboxes would let one person's requests throttle another.
+    """
+    local, _at, domain = email.strip().lower().rpartition("@")
+    return f"{local.split('+', 1)[0]}@{domain}"
+
+
+def staff_action(kind: str) -> str:
+    """The role action a staff write on a subscriber of `kind` needs."""
+    return "webhook.manage" if kind in HOOK_KINDS else "subscriber.manage"
+
+
 def _clean_products(products: Iterable[Product]) -> list[Product]:
     chosen = list(products)
     if any(not p.is_public for p in chosen):
@@ -48,11 +69,13 @@ def _clean_products(products: Iterable[Product]) -> list[Product]:
     return chosen
 
 
-def _resend_bucket() -> int:
-    # At most one confirmation (or "already subscribed") email per address per bucket,
-    # enforced by the outbox's unique key: this holds even when the cache-based rate
-    # limit fails open.
-    return int(time.time()) // max(1, settings.SUBSCRIBE_CONFIRM_RESEND_SECONDS)
+def _resend_bucket(*, email: str, kind: str, url: str) -> str:
+    # At most one confirmation (or "already subscribed") email per mailbox and target per
+    # period, enforced by the outbox's unique key: this holds even when the cache-based
+    # rate limit fails open, and plus-tagged spellings of one mailbox share it.
+    period = int(time.time()) // max(1, settings.SUBSCRIBE_CONFIRM_RESEND_SECONDS)
+    target = hashlib.sha256(f"{mailbox_key(email)}\n{kind}\n{url}".encode()).hexdigest()[:32]
+    return f"{target}:{period}"
 
 
 @transaction.atomic
@@ -75,7 +98,7 @@ def subscriber_request(
     language = clean_language(language)
     if kind not in Subscriber.Kind.values:
         raise ValidationError({"kind": _("Choose email, webhook, Slack or Teams.")})
-    url = validate_webhook_url(url) if kind in HOOK_KINDS else ""
+    url = validate_webhook_url(url, kind=kind) if kind in HOOK_KINDS else ""
     if payload_format not in Subscriber.Format.values or (
         payload_format != Subscriber.Format.NATIVE and kind != Subscriber.Kind.WEBHOOK
     ):
@@ -102,20 +125,18 @@ def subscriber_request(
         except IntegrityError:
             subscriber = Subscriber.objects.select_for_update().get(**lookup)
 
-    bucket = _resend_bucket()
+    bucket = _resend_bucket(email=email, kind=kind, url=url)
     if subscriber.is_confirmed:
         # Changing a confirmed subscription takes the manage link, which only the owner
         # of the address receives.
-        emails.send_already_subscribed(
-            subscriber=subscriber, key=f"subscription-known:{subscriber.pk}:{bucket}"
-        )
+        emails.send_already_subscribed(subscriber=subscriber, key=f"subscription-known:{bucket}")
         return
     # Still unconfirmed: the latest request's choice is what will be confirmed.
     subscriber.all_products = all_products
     subscriber.language = language
     subscriber.save(update_fields=["all_products", "language", "updated_at"])
     subscriber.products.set(chosen)
-    emails.send_confirmation(subscriber=subscriber, key=f"subscription-confirm:{subscriber.pk}:{bucket}")
+    emails.send_confirmation(subscriber=subscriber, key=f"subscription-confirm:{bucket}")
 
 
 @transaction.atomic
@@ -152,8 +173,11 @@ def subscriber_update_products(
 
 
 @transaction.atomic
-def subscriber_set_language(*, subscriber: Subscriber, language: str) -> Subscriber:
+def subscriber_set_language(
+    *, subscriber: Subscriber, language: str, actor: User | None = None
+) -> Subscriber:
     """The language of the subscriber's emails (staff, from the admin or the API)."""
+    roles.check(actor, "subscriber.manage")
     language = clean_language(language)
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     if subscriber.language != language:
@@ -163,8 +187,10 @@ def subscriber_set_language(*, subscriber: Subscriber, language: str) -> Subscri
 
 
 @transaction.atomic
-def subscriber_reenable(*, subscriber: Subscriber) -> Subscriber:
-    """The owner turns a disabled webhook back on, with a fresh failure count."""
+def subscriber_reenable(*, subscriber: Subscriber, actor: User | None = None) -> Subscriber:
+    """The owner (signed manage link: actor None) or staff turn a disabled webhook back on,
+    with a fresh failure count."""
+    roles.check(actor, "webhook.manage")
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     subscriber.disabled_at = None
     subscriber.disabled_reason = ""
@@ -174,7 +200,8 @@ def subscriber_reenable(*, subscriber: Subscriber) -> Subscriber:
 
 
 @transaction.atomic
-def subscriber_rotate_secret(*, subscriber: Subscriber) -> Subscriber:
+def subscriber_rotate_secret(*, subscriber: Subscriber, actor: User | None = None) -> Subscriber:
+    roles.check(actor, "webhook.manage")
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     subscriber.secret = new_webhook_secret()
     subscriber.save(update_fields=["secret", "updated_at"])
@@ -198,3 +225,25 @@ def subscriber_unsubscribe(*, subscriber: Subscriber | None) -> int:
     return OutboundMessage.objects.filter(ref=ref, state=OutboundMessage.State.PENDING).update(
         state=OutboundMessage.State.CANCELLED, updated_at=timezone.now()
     )
+
+
+@transaction.atomic
+def subscriber_staff_save(*, subscriber: Subscriber, actor: User | None) -> Subscriber:
+    """Staff create or change a subscriber (the admin): the address and a hook's URL are
+    held to the subscribe form's rules; hooks need webhook.manage, emails subscriber.manage."""
+    roles.check(actor, staff_action(subscriber.kind))
+    if subscriber.pk is not None:
+        stored = Subscriber.objects.filter(pk=subscriber.pk).values_list("kind", flat=True).first()
+        if stored is not None:
+            roles.check(actor, staff_action(stored))
+    subscriber.email = clean_email(subscriber.email)
+    if subscriber.kind in HOOK_KINDS:
+        subscriber.url = validate_webhook_url(subscriber.url, kind=subscriber.kind)
+    subscriber.save()
+    return subscriber
+
+
+def subscriber_staff_delete(*, subscriber: Subscriber, actor: User | None) -> int:
+    """Staff remove a subscriber (the admin): what is queued for it is cancelled too."""
+    roles.check(actor, staff_action(subscriber.kind))
+    return subscriber_unsubscribe(subscriber=subscriber)

@@ -78,7 +78,8 @@ def subscribe(request: HttpRequest) -> HttpResponse:
         email = form.cleaned_data["email"]
         per_address = ratelimit.hit(
             scope="subscribe-address",
-            value=email.strip().lower(),
+            # The mailbox, not the spelling: plus-tags and case reach the same inbox.
+            value=services.mailbox_key(email),
             limit=settings.SUBSCRIBE_RATE_PER_ADDRESS,
             window=settings.SUBSCRIBE_RATE_WINDOW,
         )

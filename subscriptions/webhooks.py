@@ -9,7 +9,6 @@ disabled and its owner told by email.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 from typing import Any
@@ -21,6 +20,7 @@ from django.core.validators import URLValidator
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from outbox.webhook_connect import is_public_address
 from subscriptions.models import Subscriber
 
 logger = logging.getLogger(__name__)
@@ -28,26 +28,48 @@ logger = logging.getLogger(__name__)
 WEBHOOK_PURPOSE = "subscriptions.webhook"
 
 
-def _is_public_address(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+# The documented incoming-webhook hosts. Slack: https://api.slack.com/messaging/webhooks
+# (https://hooks.slack.com/services/...). Teams: Office 365 connectors post to
+# <tenant>.webhook.office.com; Workflows (Power Automate, which replaces connectors) give
+# URLs on <region>.logic.azure.com or <env>.environment.api.powerplatform.com. A host is
+# the name itself or a subdomain of a "." entry.
+SLACK_HOSTS = ("hooks.slack.com",)
+TEAMS_HOSTS = (".webhook.office.com", ".logic.azure.com", ".environment.api.powerplatform.com")
 
 
-def validate_webhook_url(url: str) -> str:
-    """Return the URL if it may receive webhooks, else raise ValidationError.
+def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
+    host = host.lower().rstrip(".")
+    return any(host.endswith(entry) if entry.startswith(".") else host == entry for entry in allowed)
 
-    http(s) only, no credentials in it, and every address the host resolves to must be
-    a public one: a subscriber must not make us POST to our own loopback, the cloud
-    metadata service or the private network (settings.WEBHOOK_ALLOW_PRIVATE lifts that
-    for tests and local development).
+
+def validate_webhook_url(url: str, *, kind: str = "webhook") -> str:
+    """Return the URL if it may receive webhooks of `kind`, else raise ValidationError.
+
+    https only (settings.WEBHOOK_ALLOW_HTTP lifts that for development), no credentials,
+    Slack and Teams URLs on their documented webhook hosts only, and every address the
+    host resolves to must be a public one: a subscriber must not make us POST to our own
+    loopback, the cloud metadata service or the private network
+    (settings.WEBHOOK_ALLOW_PRIVATE lifts that for tests and local development).
     """
     url = (url or "").strip()
     parts = _check_shape(url)
+    _check_host_for_kind(parts, kind)
     if not settings.WEBHOOK_ALLOW_PRIVATE:
         _check_public(parts)
     return url
+
+
+def _check_host_for_kind(parts: SplitResult, kind: str) -> None:
+    host = parts.hostname or ""
+    if kind == Subscriber.Kind.SLACK and not host_allowed(host, SLACK_HOSTS):
+        raise _invalid(_("A Slack incoming-webhook URL starts with https://hooks.slack.com/."))
+    if kind == Subscriber.Kind.TEAMS and not host_allowed(host, TEAMS_HOSTS):
+        raise _invalid(
+            _(
+                "A Teams webhook URL is on webhook.office.com (connectors) or on logic.azure.com or "
+                "environment.api.powerplatform.com (Workflows)."
+            )
+        )
 
 
 def _invalid(message: str) -> ValidationError:
@@ -58,10 +80,13 @@ def _check_shape(url: str) -> SplitResult:
     """Syntax, scheme, no credentials, a host and a valid port."""
     if any(ord(ch) < 32 or ch == "\x7f" for ch in url):
         raise _invalid(_("Control characters are not allowed in a URL."))
+    schemes = ["http", "https"] if settings.WEBHOOK_ALLOW_HTTP else ["https"]
     try:
-        URLValidator(schemes=["http", "https"])(url)
+        URLValidator(schemes=schemes)(url)
     except ValidationError:
-        raise _invalid(_("Enter a valid http or https URL.")) from None
+        if settings.WEBHOOK_ALLOW_HTTP:
+            raise _invalid(_("Enter a valid http or https URL.")) from None
+        raise _invalid(_("Enter a valid https URL (webhooks are sent over https only).")) from None
     parts = urlsplit(url)
     if parts.username or parts.password:
         raise _invalid(_("Do not put credentials in the webhook URL."))
@@ -88,7 +113,7 @@ def _check_public(parts: SplitResult) -> None:
     except (socket.gaierror, UnicodeError):
         raise _invalid(_("The webhook host does not resolve.")) from None
     addresses = {str(info[4][0]) for info in infos}
-    if not addresses or not all(_is_public_address(a) for a in addresses):
+    if not addresses or not all(is_public_address(a) for a in addresses):
         raise _invalid(_("Webhook targets must be public internet addresses."))
 
 

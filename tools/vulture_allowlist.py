@@ -21,6 +21,7 @@ FOUND_BY_FRAMEWORKS = (
     _.SessionCookieScheme,
     _.has_permission,  # DRF calls it on each permission class
     _.Access,  # a model without a table: Django creates the permissions of core.roles from it
+    _.feed_url,  # django.contrib.syndication.Feed reads it by name (the feed's self link)
 )
 CALLED_BY_TESTS = (
     # Breaker state is per process; tests/conftest.py closes the breakers between tests.

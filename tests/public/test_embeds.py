@@ -179,30 +179,32 @@ def test_it_lets_other_origins_read_embeds(client: Client, data: dict[str, Any])
         assert response["Access-Control-Allow-Origin"] == "*", url
 
 
-def test_it_serves_a_valid_json_feed(client: Client, data: dict[str, Any]) -> None:
+def test_it_serves_a_valid_json_feed(client: Client, data: dict[str, Any], settings: Any) -> None:
+    settings.SITE_URL = "https://status.example.com"  # links come from it, not the Host
     response = _get(client, "/history.json")
     assert response.status_code == 200
     assert response["Content-Type"] == "application/feed+json; charset=utf-8"
     assert response["ETag"] and not response.cookies
     feed = json.loads(response.content)
     assert json_feed_problems(feed) == []
-    assert feed["feed_url"] == "http://testserver/history.json"
+    assert feed["feed_url"] == "https://status.example.com/history.json"
     titles = [item["title"] for item in feed["items"]]
     assert titles == ["Identified: Gmail delivery <delays>", "Resolved: Drive sync stalls"]
     first = feed["items"][0]
     assert first["id"] == f"incident:{data['ongoing'].public_id}"
-    assert first["url"] == f"http://testserver/incidents/{data['ongoing'].public_id}/"
+    assert first["url"] == f"https://status.example.com/incidents/{data['ongoing'].public_id}/"
     # User Markdown went through the one sanitiser.
     assert "<script>" not in first["content_html"]
     assert "Found it." in first["content_html"]
     assert _get(client, "/history.json", HTTP_IF_NONE_MATCH=response["ETag"]).status_code == 304
 
 
-def test_it_serves_a_json_feed_per_product(client: Client, data: dict[str, Any]) -> None:
+def test_it_serves_a_json_feed_per_product(client: Client, data: dict[str, Any], settings: Any) -> None:
+    settings.SITE_URL = "https://status.example.com"
     feed = json.loads(_get(client, "/products/drive/history.json").content)
     assert json_feed_problems(feed) == []
     assert [item["title"] for item in feed["items"]] == ["Resolved: Drive sync stalls"]
-    assert feed["home_page_url"] == "http://testserver/products/drive/"
+    assert feed["home_page_url"] == "https://status.example.com/products/drive/"
     assert _get(client, "/products/internal-billing/history.json").status_code == 404
 
 

@@ -69,3 +69,65 @@ def test_it_links_the_feeds_from_the_pages(client: Client, incidents) -> None:  
     html = client.get("/history/").content.decode()
     assert 'type="application/atom+xml"' in html and 'href="/history.atom"' in html
     assert 'type="application/rss+xml"' in html and 'href="/history.rss"' in html
+
+
+SITE = "https://status.example.com"
+EVIL = "evil.example"
+# Namespace and schema addresses a feed format itself names.
+_FORMAT_URLS = ("http://www.w3.org/", "https://jsonfeed.org/", "http://purl.org/")
+
+
+def _absolute_urls(body: str) -> list[str]:
+    import re
+
+    # iCalendar folds long lines (CRLF and a space): unfold before looking.
+    found = re.findall(r"https?://[^\s\"'<>\\]+", body.replace("\r\n ", ""))
+    return [url for url in found if not url.startswith(_FORMAT_URLS)]
+
+
+def test_every_feed_link_comes_from_site_url_not_the_host(
+    client: Client,
+    incidents,
+    settings,  # type: ignore[no-untyped-def]
+) -> None:
+    from datetime import timedelta as td
+
+    from incidents.models import ImpactWindow, Incident
+    from tests.builders import make_product as product
+
+    settings.SITE_URL = SITE
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, EVIL]
+    with freeze_time(NOW):
+        services.incident_open(
+            title="Network upgrade",
+            kind=Incident.Kind.MAINTENANCE,
+            impact=Incident.Impact.NONE,
+            scheduled_for=NOW + td(days=1),
+            scheduled_until=NOW + td(days=1, hours=2),
+            windows=[
+                services.WindowSpec(
+                    product=product("Storage", slug="storage"),
+                    level=ImpactWindow.Level.UNDER_MAINTENANCE,
+                    started_at=NOW + td(days=1),
+                )
+            ],
+        )
+    feeds = [
+        "/history.atom",
+        "/history.rss",
+        "/history.json",
+        "/products/gmail/history.json",
+        "/maintenance.ics",
+    ]
+    for url in feeds:
+        with freeze_time(NOW):
+            # The first reader comes with a forged Host; the feed is then cached for all.
+            first = client.get(url, HTTP_HOST=EVIL)
+            later = client.get(url)
+        for response in (first, later):
+            assert response.status_code == 200, url
+            body = response.content.decode()
+            assert EVIL not in body, url
+            links = _absolute_urls(body)
+            assert links, url
+            assert all(link.startswith(f"{SITE}/") for link in links), (url, links)

@@ -30,6 +30,7 @@ def _subscription_settings(settings: Any) -> None:
     settings.SITE_URL = "http://testserver"
     # The webhook receiver listens on 127.0.0.1.
     settings.WEBHOOK_ALLOW_PRIVATE = True
+    settings.WEBHOOK_ALLOW_HTTP = True
     # In-process (eager) mode retries through the sweeper; no waiting in tests.
     settings.OUTBOX_RETRY_BASE_DELAY = 0
     settings.OUTBOX_RETRY_MAX_DELAY = 0

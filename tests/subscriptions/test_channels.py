@@ -249,11 +249,16 @@ def test_it_subscribes_a_slack_channel_from_the_form(client: Client, gmail: Any,
     settings.WEBHOOK_ALLOW_PRIVATE = True
     response = client.post(
         "/subscribe/",
-        {"kind": "slack", "email": "ops@example.com", "url": "https://hooks.slack.example/x", "scope": "all"},
+        {
+            "kind": "slack",
+            "email": "ops@example.com",
+            "url": "https://hooks.slack.com/services/T0/B0/x",
+            "scope": "all",
+        },
     )
     assert response.status_code == 302
     subscriber = Subscriber.objects.get()
-    assert subscriber.kind == "slack" and subscriber.url == "https://hooks.slack.example/x"
+    assert subscriber.kind == "slack" and subscriber.url == "https://hooks.slack.com/services/T0/B0/x"
     assert subscriber.payload_format == "native"
     missing = client.post("/subscribe/", {"kind": "teams", "email": "t@example.com", "scope": "all"})
     assert missing.status_code == 400
