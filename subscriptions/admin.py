@@ -26,6 +26,8 @@ class SubscriberAdminForm(forms.ModelForm):
     """The subscribe form's rules for the address and a hook's URL (https, the documented
     Slack and Teams hosts, public addresses), reported on their fields."""
 
+    url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+
     class Meta:
         model = Subscriber
         # Not the secret: it is made at creation and rotated by its owner, never shown.
