@@ -33,6 +33,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
         public_page("api-v1-product-uptime")(uptime.ProductUptimeView.as_view()),
         name="api-product-uptime",
     ),
+    path("api/v1/keys/", keys.ApiKeyListView.as_view(), name="api-key-list"),
+    path("api/v1/keys/<int:key_id>/", keys.ApiKeyDetailView.as_view(), name="api-key-detail"),
     path("api/v1/", include(router.urls)),
     path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),
     path("api/v2/status.json", cached("v2-status", v2.StatusView), name="v2-status"),

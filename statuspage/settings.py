@@ -52,7 +52,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "corsheaders",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -84,6 +83,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "edge.middleware.SessionLifetimeMiddleware",
+    "edge.middleware.LoginRateLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "edge.middleware.DatabaseUnavailableMiddleware",
@@ -339,9 +340,11 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "admin:login"
 
-# Login attempts are limited per account and, separately, per client address (either
-# locks): after AXES_FAILURE_LIMIT failures, even the right password is refused for
-# AXES_COOLOFF_MINUTES. The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
+# Login attempts are limited per account *and* client address pair: after
+# AXES_FAILURE_LIMIT failures from one address, that account is refused from that address
+# for AXES_COOLOFF_MINUTES (other addresses, and the owner with the right password, are
+# not locked out). Separately, one address may POST the login form LOGIN_RATE_PER_ADDRESS
+# times per LOGIN_RATE_WINDOW seconds (edge.middleware.LoginRateLimitMiddleware). The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
 # X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -349,10 +352,17 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "edge.ratelimit.login_client_address"
 AXES_VERBOSE = False
+LOGIN_RATE_PER_ADDRESS = env_int("LOGIN_RATE_PER_ADDRESS", 30)
+LOGIN_RATE_WINDOW = env_int("LOGIN_RATE_WINDOW", 900)
+# Staff sessions end after SESSION_IDLE_TIMEOUT seconds without a request, and in any case
+# SESSION_ABSOLUTE_LIFETIME seconds after sign-in (edge.middleware.SessionLifetimeMiddleware).
+SESSION_IDLE_TIMEOUT = env_int("SESSION_IDLE_TIMEOUT", 12 * 3600)
+SESSION_ABSOLUTE_LIFETIME = env_int("SESSION_ABSOLUTE_LIFETIME", 7 * 24 * 3600)
+SESSION_COOKIE_AGE = SESSION_ABSOLUTE_LIFETIME
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
 # --- REST framework -----------------------------------------------------------------------
@@ -390,6 +400,8 @@ REST_FRAMEWORK.update(
         "DEFAULT_THROTTLE_RATES": {
             "anon": env_str("API_THROTTLE_ANON", "300/min"),
             "token": env_str("API_THROTTLE_TOKEN", "1200/min"),
+            # /api/schema/ for anonymous callers (built once per deploy, then cached).
+            "schema": env_str("API_THROTTLE_SCHEMA", "30/min"),
         },
     }
 )
@@ -423,6 +435,10 @@ SPECTACULAR_SETTINGS.update(
 
 # Idempotency-Key records (api.models.IdempotencyRecord) are kept this long, then swept.
 API_IDEMPOTENCY_TTL_HOURS = env_int("API_IDEMPOTENCY_TTL_HOURS", 24)
+# Failed API authentications (bad, revoked or orphaned keys) per client address within
+# API_AUTH_FAILURE_WINDOW seconds before they are answered 429 with Retry-After.
+API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
+API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 600)
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
 # The badges, the JSON Feeds and the live page's version document are embeddable too.

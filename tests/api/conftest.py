@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.authtoken.models import Token
+from tests.api.keys import key_for
 
 from incidents import services
 from incidents.models import Incident, Location, Product
@@ -16,12 +16,7 @@ from tests.builders import make_group, make_incident, make_location, make_produc
 
 @pytest.fixture
 def alice_token(alice: User) -> str:
-    return Token.objects.create(user=alice).key
-
-
-@pytest.fixture
-def bob_token(bob: User) -> str:
-    return Token.objects.create(user=bob).key
+    return key_for(alice)
 
 
 @pytest.fixture
@@ -35,8 +30,12 @@ def staff_api(alice_token: str) -> Client:
 
 
 @pytest.fixture
-def user_api(bob_token: str) -> Client:
-    return Client(HTTP_AUTHORIZATION=f"Token {bob_token}")
+def user_api(bob: User) -> Client:
+    # A signed-in user who is not staff (a key of one is refused outright, see
+    # test_keys.py): sees public data only and may not write.
+    client = Client()
+    client.force_login(bob)
+    return client
 
 
 @dataclass
