@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from api import alerts, base, google_feed, incidents, keys, statuspage_v2, uptime
 from api.routers import build_router
+from api.schema_view import SchemaView
 from edge.page_cache import public_page
 
 router = build_router()
@@ -64,7 +65,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "incidents.json", cached("google-incidents", google_feed.GoogleIncidentsView), name="google-incidents"
     ),
     path("products.json", cached("google-products", google_feed.GoogleProductsView), name="google-products"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
