@@ -72,14 +72,21 @@ def api_keys(request: HttpRequest) -> HttpResponse:
             form = ApiKeyForm(request.POST)
             if form.is_valid():
                 data = form.cleaned_data
-                created = services.api_key_create(user=user, name=data["name"], scope=data["scope"], actor=user)
+                created = services.api_key_create(
+                    user=user, name=data["name"], scope=data["scope"], actor=user
+                )
                 form = ApiKeyForm()
     except PermissionDenied as refused:
         return HttpResponseForbidden(str(refused))
     except ValidationError as invalid:
         form.add_error(None, invalid)
     keys = ApiKey.objects.filter(user=user)
-    context = {"form": form, "created": created, "keys": keys, "may_manage": roles.allowed(user, "apikey.manage")}
+    context = {
+        "form": form,
+        "created": created,
+        "keys": keys,
+        "may_manage": roles.allowed(user, "apikey.manage"),
+    }
     return render(request, "api/keys.html", context)
 
 

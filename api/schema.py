@@ -453,12 +453,15 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                 operation["security"] = [{}]
     result.setdefault("components", {}).setdefault("schemas", {})["WebhookPayload"] = WEBHOOK_PAYLOAD_SCHEMA
     result["webhooks"] = webhooks()
+    _add_tags(result)
+    return result
+
+
+def _add_tags(result: dict[str, Any]) -> None:
     # A copy: the list may be the one in settings, which must not grow with every build.
     tags = result["tags"] = list(result.get("tags", []))
-    for name, text in EXTRA_TAGS.items():
-        if not any(tag.get("name") == name for tag in tags):
-            tags.append({"name": name, "description": text})
-    return result
+    named = {tag.get("name") for tag in tags}
+    tags += [{"name": name, "description": text} for name, text in EXTRA_TAGS.items() if name not in named]
 
 
 EXTRA_TAGS = {

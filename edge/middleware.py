@@ -201,8 +201,7 @@ class SessionLifetimeMiddleware:
 
 
 class LoginRateLimitMiddleware:
-    """At most LOGIN_RATE_PER_ADDRESS login POSTs per client address per LOGIN_RATE_WINDOW
-    seconds: the per-address limit beside django-axes' per account-and-address lockout,
+    """At most LOGIN_RATE_PER_ADDRESS login POSTs per client address per AXES_COOLOFF_TIME: the per-address limit beside django-axes' per account-and-address lockout,
     so one address cannot try many accounts, while no account is locked for everyone."""
 
     def __init__(self, get_response: Handler) -> None:
@@ -214,7 +213,7 @@ class LoginRateLimitMiddleware:
                 scope="login",
                 value=ratelimit.client_address(request),
                 limit=settings.LOGIN_RATE_PER_ADDRESS,
-                window=settings.LOGIN_RATE_WINDOW,
+                window=int(settings.AXES_COOLOFF_TIME.total_seconds()),
             )
             if not verdict.allowed:
                 response = HttpResponse(

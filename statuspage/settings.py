@@ -340,12 +340,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "admin:login"
 
-# Login attempts are limited per account *and* client address pair: after
-# AXES_FAILURE_LIMIT failures from one address, that account is refused from that address
-# for AXES_COOLOFF_MINUTES (other addresses, and the owner with the right password, are
-# not locked out). Separately, one address may POST the login form LOGIN_RATE_PER_ADDRESS
-# times per LOGIN_RATE_WINDOW seconds (edge.middleware.LoginRateLimitMiddleware). The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
-# X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
+# Logins lock per account-and-address pair (AXES_*; edge.ratelimit's address), so the owner
+# signs in from elsewhere; LOGIN_RATE_PER_ADDRESS login POSTs per cool-off limit an address.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -357,12 +353,9 @@ AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "edge.ratelimit.login_client_address"
 AXES_VERBOSE = False
 LOGIN_RATE_PER_ADDRESS = env_int("LOGIN_RATE_PER_ADDRESS", 30)
-LOGIN_RATE_WINDOW = env_int("LOGIN_RATE_WINDOW", 900)
-# Staff sessions end after SESSION_IDLE_TIMEOUT seconds without a request, and in any case
-# SESSION_ABSOLUTE_LIFETIME seconds after sign-in (edge.middleware.SessionLifetimeMiddleware).
+# Sessions end when idle or old, in seconds (edge.middleware.SessionLifetimeMiddleware).
 SESSION_IDLE_TIMEOUT = env_int("SESSION_IDLE_TIMEOUT", 12 * 3600)
 SESSION_ABSOLUTE_LIFETIME = env_int("SESSION_ABSOLUTE_LIFETIME", 7 * 24 * 3600)
-SESSION_COOKIE_AGE = SESSION_ABSOLUTE_LIFETIME
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
 # --- REST framework -----------------------------------------------------------------------
@@ -382,8 +375,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
-# The REST API (api/): one error shape, throttles keyed on the real client
-# address, and docs whose assets are served locally (no CDN needed to read them).
 # Proxies in front of us that append to X-Forwarded-For; 0 means REMOTE_ADDR is the
 # client. Never more than are really there: the header is otherwise forgeable.
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
@@ -400,7 +391,6 @@ REST_FRAMEWORK.update(
         "DEFAULT_THROTTLE_RATES": {
             "anon": env_str("API_THROTTLE_ANON", "300/min"),
             "token": env_str("API_THROTTLE_TOKEN", "1200/min"),
-            # /api/schema/ for anonymous callers (built once per deploy, then cached).
             "schema": env_str("API_THROTTLE_SCHEMA", "30/min"),
         },
     }
@@ -435,8 +425,7 @@ SPECTACULAR_SETTINGS.update(
 
 # Idempotency-Key records (api.models.IdempotencyRecord) are kept this long, then swept.
 API_IDEMPOTENCY_TTL_HOURS = env_int("API_IDEMPOTENCY_TTL_HOURS", 24)
-# Failed API authentications (bad, revoked or orphaned keys) per client address within
-# API_AUTH_FAILURE_WINDOW seconds before they are answered 429 with Retry-After.
+# Failed API key authentications per address per window (s) before a 429.
 API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
 API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 600)
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from tests.api.keys import key_for
 
 from incidents import services
 from incidents.models import Incident, Location, Product
+from tests.api.keys import key_for
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 
 

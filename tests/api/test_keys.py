@@ -31,7 +31,9 @@ def staff(name: str, *roles: str) -> User:
 def mint(raw: str, scope: str = "read") -> Any:
     with TestCase.captureOnCommitCallbacks(execute=True):
         return Client(HTTP_AUTHORIZATION=f"Bearer {raw}").post(
-            "/api/v1/keys/", data=json.dumps({"name": "rotated", "scope": scope}), content_type="application/json"
+            "/api/v1/keys/",
+            data=json.dumps({"name": "rotated", "scope": scope}),
+            content_type="application/json",
         )
 
 
@@ -111,7 +113,9 @@ def test_a_staff_user_without_administrator_cannot_open_or_add_users(client: Cli
     assert client.get("/admin/auth/user/").status_code == 403
     assert client.get("/admin/auth/user/add/").status_code == 403
     before = User.objects.count()
-    added = client.post("/admin/auth/user/add/", {"username": "mallory", "password1": "x-9!Lq", "password2": "x-9!Lq"})
+    added = client.post(
+        "/admin/auth/user/add/", {"username": "mallory", "password1": "x-9!Lq", "password2": "x-9!Lq"}
+    )
     assert added.status_code == 403 and User.objects.count() == before
     admin = Client()
     admin.force_login(staff("ada", "Administrator"))
@@ -140,7 +144,9 @@ def test_the_migration_moves_a_legacy_token_into_a_hashed_key_and_drops_the_tabl
     alice = staff("alice2")
     bob = User.objects.create_user("bob2")
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp, user_id integer)")
+        cursor.execute(
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp, user_id integer)"
+        )
         cursor.execute("INSERT INTO authtoken_token VALUES (%s, CURRENT_TIMESTAMP, %s)", ["a" * 40, alice.pk])
         cursor.execute("INSERT INTO authtoken_token VALUES (%s, CURRENT_TIMESTAMP, %s)", ["b" * 40, bob.pk])
     migration.copy_legacy_tokens(apps, SimpleNamespace(connection=connection))
@@ -177,8 +183,9 @@ def test_bad_keys_are_throttled_per_address(settings: Any) -> None:
 def test_the_schema_is_built_once_and_anonymous_requests_are_throttled(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from api import schema_view as schema
     from drf_spectacular.generators import SchemaGenerator
+
+    from api import schema_view as schema
 
     monkeypatch.setattr(schema, "_built", {})
     calls: list[int] = []

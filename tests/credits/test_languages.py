@@ -8,12 +8,12 @@ from datetime import date
 import pytest
 from django.core.exceptions import ValidationError
 from django.utils import translation
-from tests.api.keys import key_for
 
 from credits import emails, services
 from credits.models import CreditNotice, Customer
 from incidents import services as incident_services
 from incidents.models import ImpactWindow, Incident
+from tests.api.keys import key_for
 from tests.builders import make_incident, make_location, make_product, utc
 from tests.credits import builders
 

@@ -12,7 +12,6 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 from freezegun import freeze_time
-from tests.api.keys import key_for
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
@@ -21,6 +20,7 @@ from subscriptions import channels, emails, notifications
 from subscriptions import services as subscription_services
 from subscriptions.models import NotificationEvent, Subscriber
 from subscriptions.tokens import Purpose, make_token
+from tests.api.keys import key_for
 from tests.builders import make_location, utc
 from tests.subscriptions.builders import make_subscriber
 
