@@ -27,10 +27,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import services
-from api.base import STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
 from api.models import ApiKey
 from api.permissions import StaffOnly
-from api.serializers import StrictSerializer
+from api.serializers import StrictSerializer, single_line
 from core import roles
 
 
@@ -109,7 +109,7 @@ class NewApiKeySerializer(ApiKeySerializer):
 
 
 class ApiKeyCreateSerializer(StrictSerializer):
-    name = serializers.CharField(max_length=100, help_text='What will use it, e.g. "deploy bot".')
+    name = single_line(max_length=100, help_text='What will use it, e.g. "deploy bot".')
     scope = serializers.ChoiceField(choices=ApiKey.Scope.choices, default=ApiKey.Scope.READ)
 
 
@@ -163,11 +163,15 @@ class ApiKeyDetailView(APIMixin):
     permission_classes = [StaffOnly]
     pagination_class = None
 
+    def current_representation(self) -> Any:
+        # For If-Match (APIMixin.check_if_match): the key as the list shows it.
+        return ApiKeySerializer(own_key(acting_user(self.request), self.kwargs["key_id"])).data
+
     @extend_schema(
         summary="Revoke an API key",
         description="Revokes one of the caller's keys at once. Needs the `apikey.manage` permission.",
         request=None,
-        responses={204: None, **errors(404, *WRITE_ERRORS)},
+        responses={204: None, **errors(*EDIT_ERRORS)},
         tags=["keys"],
     )
     def delete(self, request: Request, key_id: int) -> Response:
