@@ -7,8 +7,9 @@ header was silently anonymous on reads: a caller saw public data and thought it 
 
 Keys are the named, scoped, hashed `api.models.ApiKey` (the old clear-text DRF tokens
 were moved into it by migration api/0002, so `Token <old token>` keeps working). A key
-acts as its owner: a key of a user who is no longer active or staff is refused at once,
-and every write is checked against the owner's role by the services. Failed attempts are
+acts as its owner: a key of an inactive user is a 401, one of a user who is no longer
+staff sees public data only (api.permissions), and every write is checked against the
+owner's role by the services, all at the time of use. Failed attempts are
 counted per client address (edge.ratelimit): past API_AUTH_FAILURE_LIMIT within
 API_AUTH_FAILURE_WINDOW seconds they are answered 429 with Retry-After.
 
@@ -79,8 +80,6 @@ class ApiKeyAuthentication(BaseAuthentication):
                 raise exceptions.AuthenticationFailed("This API key has been revoked.")
             if not key.user.is_active:
                 raise exceptions.AuthenticationFailed("The user of this API key is inactive.")
-            if not key.user.is_staff:
-                raise exceptions.AuthenticationFailed("The user of this API key is no longer staff.")
             services.api_key_touch(key=key)
             return key.user, key
         raise exceptions.AuthenticationFailed("Invalid API key.")

@@ -30,12 +30,13 @@ def staff_api(alice_token: str) -> Client:
 
 
 @pytest.fixture
-def user_api(bob: User) -> Client:
-    # A signed-in user who is not staff (a key of one is refused outright, see
-    # test_keys.py): sees public data only and may not write.
-    client = Client()
-    client.force_login(bob)
-    return client
+def bob_token(bob: User) -> str:
+    return key_for(bob)
+
+
+@pytest.fixture
+def user_api(bob_token: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Token {bob_token}")
 
 
 @dataclass
