@@ -23,9 +23,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected keys")
+    @admin.action(description="Revoke the selected keys", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
         keys = list(queryset.filter(revoked_at__isnull=True))
         for key in keys:
-            services.api_key_revoke(key=key)
+            services.api_key_revoke(key=key, actor=request.user)  # type: ignore[arg-type]
         self.message_user(request, f"{len(keys)} key(s) revoked.")

@@ -5,9 +5,13 @@ or `Authorization: Token <key>` authenticates; any other scheme, a malformed hea
 an unknown or revoked key is a 401 that says which schemes we take. (Before, a Bearer
 header was silently anonymous on reads: a caller saw public data and thought it was all.)
 
-Keys are the named, scoped, hashed `api.models.ApiKey`. The older DRF tokens
-(`rest_framework.authtoken`) still authenticate, as write keys, so existing integrations
-keep working while their owners move to named keys.
+Keys are the named, scoped, hashed `api.models.ApiKey` (the old clear-text DRF tokens
+were moved into it by migration api/0002, so `Token <old token>` keeps working). A key
+acts as its owner: a key of an inactive user is a 401, one of a user who is no longer
+staff sees public data only (api.permissions), and every write is checked against the
+owner's role by the services, all at the time of use. Failed attempts are
+counted per client address (edge.ratelimit): past API_AUTH_FAILURE_LIMIT within
+API_AUTH_FAILURE_WINDOW seconds they are answered 429 with Retry-After.
 
 The session is looked at only when a session cookie was sent: DRF's SessionAuthentication
 reads `request.user`, which loads the session, and Django then adds `Vary: Cookie` even
@@ -23,14 +27,29 @@ from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
-from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
 
 from api import services
 from api.models import ApiKey
+from edge import ratelimit
 
 SCHEMES = ("Bearer", "Token")
 SCHEME_HINT = "send `Authorization: Bearer <key>` (or `Token <key>`)"
+
+
+def refuse(request: Request, message: str) -> exceptions.APIException:
+    """The answer to a failed attempt: 401, or 429 once this address failed too often."""
+    verdict = ratelimit.hit(
+        scope="api-auth-failure",
+        value=ratelimit.client_address(request),
+        limit=settings.API_AUTH_FAILURE_LIMIT,
+        window=settings.API_AUTH_FAILURE_WINDOW,
+    )
+    if not verdict.allowed:
+        return exceptions.Throttled(
+            wait=verdict.retry_after, detail="Too many failed authentication attempts from this address."
+        )
+    return exceptions.AuthenticationFailed(message)
 
 
 class ApiKeyAuthentication(BaseAuthentication):
@@ -38,6 +57,12 @@ class ApiKeyAuthentication(BaseAuthentication):
         header = request._request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
+        try:
+            return self._by_header(header)
+        except exceptions.AuthenticationFailed as failed:
+            raise refuse(request, str(failed.detail)) from None
+
+    def _by_header(self, header: str) -> tuple[Any, Any]:
         scheme, _, credentials = header.strip().partition(" ")
         if scheme.lower() not in {s.lower() for s in SCHEMES}:
             raise exceptions.AuthenticationFailed(
@@ -57,9 +82,6 @@ class ApiKeyAuthentication(BaseAuthentication):
                 raise exceptions.AuthenticationFailed("The user of this API key is inactive.")
             services.api_key_touch(key=key)
             return key.user, key
-        token = Token.objects.select_related("user").filter(key=raw).first()
-        if token is not None and token.user.is_active:
-            return token.user, token
         raise exceptions.AuthenticationFailed("Invalid API key.")
 
     def authenticate_header(self, request: Request) -> str:
@@ -79,7 +101,8 @@ API_AUTHENTICATION = [ApiKeyAuthentication, SessionCookieAuthentication]
 
 
 def key_can_write(auth: Any) -> bool:
-    """Whether the credential behind a request may write (sessions and old tokens may)."""
+    """Whether the credential behind a request may write (a session may: its user's role
+    decides, in the services)."""
     return not isinstance(auth, ApiKey) or auth.can_write
 
 

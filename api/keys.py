@@ -1,24 +1,37 @@
-"""The staff page for API keys at /api/keys/: create (shown once), list, revoke.
+"""API keys: the staff page at /api/keys/ (create, shown once; list; revoke) and the same
+operations at /api/v1/keys/ for automation that rotates its own keys.
 
-Server-rendered, CSRF-protected, for a signed-in staff user; each user sees and revokes
-only their own keys. The console links here. Creating a key answers with the page
-itself rather than a redirect: the key exists in clear only in this one response, and
-keeping it around (in the session) for a redirect would defeat storing only its hash.
+Each user sees and revokes only their own keys. Creating and revoking need `apikey.manage`
+(checked in api.services, so page, API and admin agree); a write key needs a role that
+writes something. The page answers a create with the page itself rather than a redirect:
+the key exists in clear only in this one response, and keeping it around (in the session)
+for a redirect would defeat storing only its hash.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from api import services
+from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
 from api.models import ApiKey
+from api.permissions import StaffOnly
+from api.serializers import StrictSerializer, single_line
+from core import roles
 
 
 class ApiKeyForm(forms.Form):
@@ -26,6 +39,22 @@ class ApiKeyForm(forms.Form):
     scope = forms.ChoiceField(
         choices=ApiKey.Scope.choices, initial=ApiKey.Scope.READ, widget=forms.RadioSelect
     )
+
+
+def own_key(user: User, key_id: Any) -> ApiKey:
+    """The user's key with this id; a 404 for anything else, including a non-numeric id."""
+    try:
+        return ApiKey.objects.get(pk=int(str(key_id)), user=user)
+    except (ValueError, ApiKey.DoesNotExist) as missing:
+        raise Http404("No such API key.") from missing
+
+
+def _revoke(request: HttpRequest, user: User) -> HttpResponse:
+    roles.check(user, "apikey.manage")  # before the lookup: a refusal, not a 404
+    key = own_key(user, request.POST.get("key", ""))
+    services.api_key_revoke(key=key, actor=user)
+    messages.success(request, f"Key “{key.name}” revoked.")
+    return redirect("api-keys")
 
 
 @never_cache
@@ -36,17 +65,121 @@ def api_keys(request: HttpRequest) -> HttpResponse:
     assert isinstance(user, User)  # staff_member_required let only a signed-in staff user in
     form = ApiKeyForm()
     created = None
-    if request.method == "POST" and request.POST.get("action") == "revoke":
-        key = get_object_or_404(ApiKey, pk=request.POST.get("key", ""), user=user)
-        services.api_key_revoke(key=key)
-        messages.success(request, f"Key “{key.name}” revoked.")
-        return redirect("api-keys")
-    if request.method == "POST":
-        form = ApiKeyForm(request.POST)
-        if form.is_valid():
-            created = services.api_key_create(
-                user=user, name=form.cleaned_data["name"], scope=form.cleaned_data["scope"]
-            )
-            form = ApiKeyForm()
+    try:
+        if request.method == "POST" and request.POST.get("action") == "revoke":
+            return _revoke(request, user)
+        if request.method == "POST":
+            form = ApiKeyForm(request.POST)
+            if form.is_valid():
+                data = form.cleaned_data
+                created = services.api_key_create(
+                    user=user, name=data["name"], scope=data["scope"], actor=user
+                )
+                form = ApiKeyForm()
+    except PermissionDenied as refused:
+        return HttpResponseForbidden(str(refused))
+    except ValidationError as invalid:
+        form.add_error(None, invalid)
     keys = ApiKey.objects.filter(user=user)
-    return render(request, "api/keys.html", {"form": form, "created": created, "keys": keys})
+    context = {
+        "form": form,
+        "created": created,
+        "keys": keys,
+        "may_manage": roles.allowed(user, "apikey.manage"),
+    }
+    return render(request, "api/keys.html", context)
+
+
+# --- The API ---------------------------------------------------------------------------------
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiKey
+        fields = ["id", "name", "scope", "prefix", "created_at", "last_used_at", "revoked_at"]
+        read_only_fields = fields
+
+
+class NewApiKeySerializer(ApiKeySerializer):
+    key = serializers.CharField(help_text="The key itself, shown in this answer only.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = [*ApiKeySerializer.Meta.fields, "key"]
+        read_only_fields = fields
+
+
+class ApiKeyCreateSerializer(StrictSerializer):
+    name = single_line(max_length=100, help_text='What will use it, e.g. "deploy bot".')
+    scope = serializers.ChoiceField(choices=ApiKey.Scope.choices, default=ApiKey.Scope.READ)
+
+
+def _as_api_error(refused: PermissionDenied) -> exceptions.PermissionDenied:
+    # Keep the message that names the action (the generic handler drops it).
+    return exceptions.PermissionDenied(str(refused))
+
+
+class ApiKeyListView(APIMixin):
+    permission_classes = [StaffOnly]
+    pagination_class = None
+
+    @extend_schema(
+        summary="Your API keys",
+        description="The keys of the caller (never the keys themselves, only their prefixes).",
+        responses={200: ApiKeySerializer(many=True), **errors(*STAFF_READ_ERRORS)},
+        tags=["keys"],
+    )
+    def get(self, request: Request) -> Response:
+        keys = ApiKey.objects.filter(user=acting_user(request))
+        return Response(ApiKeySerializer(keys, many=True).data)
+
+    @extend_schema(
+        summary="Create an API key",
+        description=(
+            "A new key for the caller, shown once in `key`. Needs the `apikey.manage` permission; "
+            "a `write` key needs a role that writes. The key acts as its owner: it can never do "
+            "more than the owner's role allows at the time of use."
+        ),
+        request=ApiKeyCreateSerializer,
+        responses={201: NewApiKeySerializer, **errors(*WRITE_ERRORS)},
+        tags=["keys"],
+    )
+    def post(self, request: Request) -> Response:
+        data = self.validated_body(request)
+        user = acting_user(request)
+        try:
+            new = services.api_key_create(user=user, name=data["name"], scope=data["scope"], actor=user)
+        except PermissionDenied as refused:
+            raise _as_api_error(refused) from refused
+        body = {**ApiKeySerializer(new.key).data, "key": new.raw}
+        return Response(body, status=201)
+
+    def validated_body(self, request: Request) -> dict[str, Any]:
+        serializer = ApiKeyCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+
+class ApiKeyDetailView(APIMixin):
+    permission_classes = [StaffOnly]
+    pagination_class = None
+
+    def current_representation(self) -> Any:
+        # For If-Match (APIMixin.check_if_match): the key as the list shows it.
+        return ApiKeySerializer(own_key(acting_user(self.request), self.kwargs["key_id"])).data
+
+    @extend_schema(
+        summary="Revoke an API key",
+        description="Revokes one of the caller's keys at once. Needs the `apikey.manage` permission.",
+        request=None,
+        responses={204: None, **errors(*EDIT_ERRORS)},
+        tags=["keys"],
+    )
+    def delete(self, request: Request, key_id: int) -> Response:
+        user = acting_user(request)
+        try:
+            roles.check(user, "apikey.manage")  # before the lookup: a refusal, not a 404
+            key = own_key(user, key_id)
+            services.api_key_revoke(key=key, actor=user)
+        except PermissionDenied as refused:
+            raise _as_api_error(refused) from refused
+        return Response(status=204)

@@ -7,6 +7,7 @@ takes, and the webhooks we send.
 - Every POST documents `Idempotency-Key`; every PATCH/DELETE documents `If-Match`.
 - `webhooks` (OpenAPI 3.1) documents every event we POST to webhook subscribers, with
   the headers, the signature and an example payload.
+- /api/schema/ is served by api.schema_view (built once, throttled).
 """
 
 from __future__ import annotations
@@ -452,7 +453,18 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                 operation["security"] = [{}]
     result.setdefault("components", {}).setdefault("schemas", {})["WebhookPayload"] = WEBHOOK_PAYLOAD_SCHEMA
     result["webhooks"] = webhooks()
-    tags = result.setdefault("tags", [])
-    if not any(tag.get("name") == "webhooks" for tag in tags):
-        tags.append({"name": "webhooks", "description": "Events we POST to webhook subscribers (signed)."})
+    _add_tags(result)
     return result
+
+
+def _add_tags(result: dict[str, Any]) -> None:
+    # A copy: the list may be the one in settings, which must not grow with every build.
+    tags = result["tags"] = list(result.get("tags", []))
+    named = {tag.get("name") for tag in tags}
+    tags += [{"name": name, "description": text} for name, text in EXTRA_TAGS.items() if name not in named]
+
+
+EXTRA_TAGS = {
+    "webhooks": "Events we POST to webhook subscribers (signed).",
+    "keys": "The caller's own API keys: list, create (shown once), revoke.",
+}

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from api.models import ApiKey, IdempotencyRecord
+from core import roles
 from core.text import clean_single_line
 
 KEY_PREFIX = "sp_"
@@ -32,18 +33,31 @@ class NewKey:
     raw: str  # shown to its owner once, never stored
 
 
-def api_key_create(*, user: User, name: str, scope: str) -> NewKey:
+def may_write(user: User | None) -> bool:
+    """Whether a role of this user writes anything (a write key needs one: a key never
+    says more than its creator may do)."""
+    return any(roles.allowed(user, action) for action in roles.ACTIONS if action != "console.view")
+
+
+def api_key_create(*, user: User, name: str, scope: str, actor: User | None = None) -> NewKey:
+    """A key for `user` (the actor itself on /api/keys/ and the API; an Administrator may
+    mint one for another user through code). The key acts as its owner, so its power is
+    always bounded by the owner's role at the time of use."""
+    roles.check(actor, "apikey.manage")
     if not getattr(user, "is_staff", False):
         raise ValidationError("Only staff users hold API keys.")
     if scope not in ApiKey.Scope.values:
         raise ValidationError({"scope": f"Unknown scope {scope!r}."})
+    if scope == ApiKey.Scope.WRITE and actor is not None and not may_write(actor):
+        raise ValidationError({"scope": "Your role writes nothing, so you may only create read keys."})
     name = clean_single_line(name, field="name", max_length=100)
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(user=user, name=name, scope=scope, prefix=raw[:10], key_hash=hash_key(raw))
     return NewKey(key=key, raw=raw)
 
 
-def api_key_revoke(*, key: ApiKey, now: datetime | None = None) -> ApiKey:
+def api_key_revoke(*, key: ApiKey, actor: User | None = None, now: datetime | None = None) -> ApiKey:
+    roles.check(actor, "apikey.manage")
     now = now or timezone.now()
     # Conditional update: revoking twice keeps the first moment.
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)

@@ -84,4 +84,10 @@ class TokenThrottle(_FailOpenRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": f"user-{request.user.pk}"}
 
 
+class SchemaThrottle(AnonymousThrottle):
+    """Anonymous requests for /api/schema/, per client address (rate "schema")."""
+
+    scope = "schema"
+
+
 DEFAULT_THROTTLES = [AnonymousThrottle, TokenThrottle]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from api import alerts, base, google_feed, incidents, keys, statuspage_v2, uptime
 from api.routers import build_router
+from api.schema_view import SchemaView
 from edge.page_cache import public_page
 
 router = build_router()
@@ -33,6 +34,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
         public_page("api-v1-product-uptime")(uptime.ProductUptimeView.as_view()),
         name="api-product-uptime",
     ),
+    path("api/v1/keys/", keys.ApiKeyListView.as_view(), name="api-key-list"),
+    path("api/v1/keys/<int:key_id>/", keys.ApiKeyDetailView.as_view(), name="api-key-detail"),
     path("api/v1/", include(router.urls)),
     path("api/v2/summary.json", cached("api-v2-summary", v2.SummaryView), name="v2-summary"),
     path("api/v2/status.json", cached("v2-status", v2.StatusView), name="v2-status"),
@@ -62,7 +65,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "incidents.json", cached("google-incidents", google_feed.GoogleIncidentsView), name="google-incidents"
     ),
     path("products.json", cached("google-products", google_feed.GoogleProductsView), name="google-products"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

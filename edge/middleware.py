@@ -1,4 +1,5 @@
-"""Project-wide HTTP behaviour: security headers, database outages and load shedding.
+"""Project-wide HTTP behaviour: security headers, database outages, load shedding, and
+the lifetime of staff sessions and the per-address login limit.
 
 The status page is visited hardest when something else is broken, so these pieces make
 it degrade instead of collapse: a database outage becomes a clean 503 with Retry-After
@@ -10,14 +11,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
+from django.contrib.auth import logout
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from edge import ratelimit
 from edge.deadline import deadline
 from edge.stale import Unavailable
 
@@ -156,3 +161,66 @@ def shed_exempt(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse
     """Mark a view as cheap (served from cache): load shedding lets it through."""
     view.shed_exempt = True  # type: ignore[attr-defined]
     return view
+
+
+class SessionLifetimeMiddleware:
+    """Ends a signed-in session after SESSION_IDLE_TIMEOUT seconds without a request, or
+    SESSION_ABSOLUTE_LIFETIME seconds after it began, whichever comes first.
+
+    Only requests that carry a session cookie are looked at: touching the session of a
+    cookieless visitor would add `Vary: Cookie` to public pages. The last activity is
+    written at most once a minute, so a busy console does not write the session per request.
+    """
+
+    STARTED = "_session_started_at"
+    SEEN = "_session_seen_at"
+    RESOLUTION = 60
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if settings.SESSION_COOKIE_NAME in request.COOKIES and request.user.is_authenticated:
+            self.check(request)
+        return self.get_response(request)
+
+    def check(self, request: HttpRequest) -> None:
+        session = request.session
+        now = int(time.time())
+        started = session.get(self.STARTED)
+        seen = session.get(self.SEEN)
+        if started is None or seen is None:
+            session[self.STARTED] = session[self.SEEN] = now
+            return
+        idle, age = now - int(seen), now - int(started)
+        if idle > settings.SESSION_IDLE_TIMEOUT or age > settings.SESSION_ABSOLUTE_LIFETIME:
+            logout(request)  # flushes the session; the view then sees an anonymous visitor
+            return
+        if idle >= self.RESOLUTION:
+            session[self.SEEN] = now
+
+
+class LoginRateLimitMiddleware:
+    """At most LOGIN_RATE_PER_ADDRESS login POSTs per client address per AXES_COOLOFF_TIME: the per-address limit beside django-axes' per account-and-address lockout,
+    so one address cannot try many accounts, while no account is locked for everyone."""
+
+    def __init__(self, get_response: Handler) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method == "POST" and request.path_info == reverse("admin:login"):
+            verdict = ratelimit.hit(
+                scope="login",
+                value=ratelimit.client_address(request),
+                limit=settings.LOGIN_RATE_PER_ADDRESS,
+                window=int(settings.AXES_COOLOFF_TIME.total_seconds()),
+            )
+            if not verdict.allowed:
+                response = HttpResponse(
+                    _("Too many sign-in attempts from your address. Try again later."),
+                    status=429,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = str(verdict.retry_after)
+                return response
+        return self.get_response(request)

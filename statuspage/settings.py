@@ -53,7 +53,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "corsheaders",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -85,6 +84,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "edge.middleware.SessionLifetimeMiddleware",
+    "edge.middleware.LoginRateLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "edge.middleware.DatabaseUnavailableMiddleware",
@@ -340,20 +341,22 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "admin:login"
 
-# Login attempts are limited per account and, separately, per client address (either
-# locks): after AXES_FAILURE_LIMIT failures, even the right password is refused for
-# AXES_COOLOFF_MINUTES. The address is the one edge.ratelimit trusts: REMOTE_ADDR, or the
-# X-Forwarded-For entry our own NUM_PROXIES proxies wrote, so forging it resets nothing.
+# Logins lock per account-and-address pair (AXES_*; edge.ratelimit's address), so the owner
+# signs in from elsewhere; LOGIN_RATE_PER_ADDRESS login POSTs per cool-off limit an address.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "edge.ratelimit.login_client_address"
 AXES_VERBOSE = False
+LOGIN_RATE_PER_ADDRESS = env_int("LOGIN_RATE_PER_ADDRESS", 30)
+# Sessions end when idle or old, in seconds (edge.middleware.SessionLifetimeMiddleware).
+SESSION_IDLE_TIMEOUT = env_int("SESSION_IDLE_TIMEOUT", 12 * 3600)
+SESSION_ABSOLUTE_LIFETIME = env_int("SESSION_ABSOLUTE_LIFETIME", 7 * 24 * 3600)
 CSRF_FAILURE_VIEW = "api.exceptions.csrf_failure"
 
 # --- REST framework -----------------------------------------------------------------------
@@ -373,8 +376,6 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
-# The REST API (api/): one error shape, throttles keyed on the real client
-# address, and docs whose assets are served locally (no CDN needed to read them).
 # Proxies in front of us that append to X-Forwarded-For; 0 means REMOTE_ADDR is the
 # client. Never more than are really there: the header is otherwise forgeable.
 NUM_PROXIES = env_int("NUM_PROXIES", 0)
@@ -391,6 +392,7 @@ REST_FRAMEWORK.update(
         "DEFAULT_THROTTLE_RATES": {
             "anon": env_str("API_THROTTLE_ANON", "300/min"),
             "token": env_str("API_THROTTLE_TOKEN", "1200/min"),
+            "schema": env_str("API_THROTTLE_SCHEMA", "30/min"),
         },
     }
 )
@@ -424,6 +426,9 @@ SPECTACULAR_SETTINGS.update(
 
 # Idempotency-Key records (api.models.IdempotencyRecord) are kept this long, then swept.
 API_IDEMPOTENCY_TTL_HOURS = env_int("API_IDEMPOTENCY_TTL_HOURS", 24)
+# Failed API key authentications per address per window (s) before a 429.
+API_AUTH_FAILURE_LIMIT = env_int("API_AUTH_FAILURE_LIMIT", 20)
+API_AUTH_FAILURE_WINDOW = env_int("API_AUTH_FAILURE_WINDOW", 600)
 
 # --- CORS: only public read-only endpoints, so widgets on other origins can read them -----
 # The badges, the JSON Feeds and the live page's version document are embeddable too.

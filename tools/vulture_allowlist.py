@@ -13,6 +13,7 @@ NAMED_IN_SETTINGS = (
     _.api_exception_handler,  # REST_FRAMEWORK["EXCEPTION_HANDLER"]
     _.APIAutoSchema,  # REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"]
     _.postprocess,  # SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]
+    _._get_schema_response,  # SpectacularAPIView's hook, overridden by api.schema_view
     _.login_client_address,  # AXES_CLIENT_IP_CALLABLE
 )
 FOUND_BY_FRAMEWORKS = (

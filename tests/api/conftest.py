@@ -7,21 +7,16 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
 from incidents import services
 from incidents.models import Incident, Location, Product
+from tests.api.keys import key_for
 from tests.builders import make_group, make_incident, make_location, make_product, utc
 
 
 @pytest.fixture
 def alice_token(alice: User) -> str:
-    return Token.objects.create(user=alice).key
-
-
-@pytest.fixture
-def bob_token(bob: User) -> str:
-    return Token.objects.create(user=bob).key
+    return key_for(alice)
 
 
 @pytest.fixture
@@ -32,6 +27,11 @@ def anon() -> Client:
 @pytest.fixture
 def staff_api(alice_token: str) -> Client:
     return Client(HTTP_AUTHORIZATION=f"Token {alice_token}")
+
+
+@pytest.fixture
+def bob_token(bob: User) -> str:
+    return key_for(bob)
 
 
 @pytest.fixture

@@ -281,18 +281,29 @@ def _login(client: Client, username: str, password: str, ip: str = "198.51.100.2
     )
 
 
-def test_it_locks_an_account_after_repeated_wrong_passwords(alice: Any) -> None:
+def test_wrong_passwords_lock_the_account_only_from_the_address_that_failed(alice: Any) -> None:
     client = Client()
-    codes = [_login(client, "alice", f"wrong-{n}", ip=f"198.51.100.{n + 1}").status_code for n in range(5)]
+    codes = [_login(client, "alice", f"wrong-{n}", ip="198.51.100.7").status_code for n in range(5)]
     assert codes == [200, 200, 200, 200, 429]  # the fifth failure locks
-    # The right password, from yet another address: the account is locked.
-    response = _login(client, "alice", "alice-password", ip="198.51.100.99")
-    assert response.status_code == 429
+    # The right password from the failing address is still refused...
+    assert _login(client, "alice", "alice-password", ip="198.51.100.7").status_code == 429
     assert "_auth_user_id" not in client.session
+    # ...but never from an address that has not failed: the owner still signs in.
+    owner = Client()
+    assert _login(owner, "alice", "alice-password", ip="198.51.100.99").status_code == 302
+    assert owner.session["_auth_user_id"] == str(alice.pk)
 
 
-def test_it_locks_an_address_trying_many_accounts(alice: Any, settings: Any) -> None:
+def test_failures_spread_over_addresses_lock_no_one(alice: Any) -> None:
+    client = Client()
+    codes = [_login(client, "alice", f"wrong-{n}", ip=f"198.51.100.{n + 1}").status_code for n in range(8)]
+    assert codes == [200] * 8
+    assert _login(client, "alice", "alice-password", ip="198.51.100.99").status_code == 302
+
+
+def test_it_limits_login_attempts_per_address(alice: Any, settings: Any) -> None:
     settings.NUM_PROXIES = 1
+    settings.LOGIN_RATE_PER_ADDRESS = 5
     client = Client()
     for n in range(5):
         # A forged left-hand X-Forwarded-For entry changes nothing: our proxy's entry counts.
@@ -301,7 +312,8 @@ def test_it_locks_an_address_trying_many_accounts(alice: Any, settings: Any) -> 
     response = _login(
         client, "alice", "alice-password", ip="10.1.1.1", HTTP_X_FORWARDED_FOR="1.2.3.4, 192.0.2.50"
     )
-    assert response.status_code == 429
+    assert response.status_code == 429 and int(response["Retry-After"]) > 0
+    assert "_auth_user_id" not in client.session
     # Another client (another address) is not affected.
     other = _login(Client(), "alice", "alice-password", ip="10.1.1.1", HTTP_X_FORWARDED_FOR="192.0.2.51")
     assert other.status_code == 302

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client, TestCase
 from django.utils import timezone
 
@@ -84,8 +84,9 @@ def test_only_staff_hold_keys_and_only_a_hash_is_stored(alice: User, bob: User) 
 
 
 def test_the_keys_page_creates_shows_once_and_revokes(client: Client, db: None) -> None:
-    # Staff, but no admin permissions at all: the page is theirs anyway.
+    # Staff with the Integrations role (apikey.manage), no admin permissions at all.
     carol = User.objects.create_user("carol", "carol@example.org", "pw", is_staff=True)
+    carol.groups.add(Group.objects.get(name="Integrations"))
     assert client.get("/api/keys/").status_code == 302  # to the staff login
     client.force_login(carol)
     page = client.get("/api/keys/")

@@ -11,11 +11,11 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from rest_framework.authtoken.models import Token
 
 from credits import services
 from credits.models import CreditNotice, Customer, NoticeState, SLAPolicy
 from outbox.models import OutboundMessage
+from tests.api.keys import key_for
 from tests.builders import make_incident, make_location, make_product, utc
 from tests.credits import builders
 from tests.outbox.smtp import SmtpSink
@@ -33,7 +33,7 @@ def gmail_setup():  # type: ignore[no-untyped-def]
 
 
 def _auth(user) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=user).key}"}
+    return {"HTTP_AUTHORIZATION": f"Token {key_for(user)}"}
 
 
 # --- API -------------------------------------------------------------------------------------

@@ -8,12 +8,12 @@ from datetime import date
 import pytest
 from django.core.exceptions import ValidationError
 from django.utils import translation
-from rest_framework.authtoken.models import Token
 
 from credits import emails, services
 from credits.models import CreditNotice, Customer
 from incidents import services as incident_services
 from incidents.models import ImpactWindow, Incident
+from tests.api.keys import key_for
 from tests.builders import make_incident, make_location, make_product, utc
 from tests.credits import builders
 
@@ -154,7 +154,7 @@ def test_it_validates_the_customers_language_in_the_services(db) -> None:  # typ
 
 
 def test_it_sets_and_validates_the_language_through_the_api(client, alice) -> None:  # type: ignore[no-untyped-def]
-    auth = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=alice).key}"}
+    auth = {"HTTP_AUTHORIZATION": f"Token {key_for(alice)}"}
     created = client.post(
         "/api/v1/customers/",
         {"name": "Initech", "billing_emails": ["ap@initech.example"], "language": "fr"},

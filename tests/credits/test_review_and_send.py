@@ -259,9 +259,9 @@ def test_the_console_sends_only_after_the_confirmation_page(
 def test_the_api_needs_confirm_or_a_preview_token(
     client: Client, alice: Any, storage_case: dict[str, Any]
 ) -> None:
-    from rest_framework.authtoken.models import Token
+    from tests.api.keys import key_for
 
-    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {key_for(alice)}"}
     notice = storage_case["notice"]
     refused = client.post(
         "/api/v1/credit-notices/approve/", {"ids": [notice.pk]}, content_type="application/json", **auth
@@ -368,7 +368,7 @@ def test_the_audit_log_records_each_step(
 def test_the_exports_parse_and_add_up(
     client: Client, staff_client: Client, alice: Any, storage_case: dict[str, Any]
 ) -> None:
-    from rest_framework.authtoken.models import Token
+    from tests.api.keys import key_for
 
     gcs, central = storage_case["gcs"], storage_case["central"]
     for i in range(3):
@@ -390,7 +390,7 @@ def test_the_exports_parse_and_add_up(
         == D("499.99")
     )
     assert sum(D(r["downtime_minutes"]) for r in rows) == sum(n.downtime_minutes for n in notices)
-    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {Token.objects.get_or_create(user=alice)[0].key}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {key_for(alice)}"}
     api = client.get("/api/v1/credit-notices/export/?period=2026-10", **auth)
     assert api.status_code == 200 and api.content == response.content
 

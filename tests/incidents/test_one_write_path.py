@@ -19,13 +19,13 @@ from django.core.exceptions import ValidationError
 from django.db import connection, connections
 from django.test import Client, TestCase
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from api.serializers import ActionItemCreateSerializer, ActionItemSerializer
 from console.forms import ActionItemForm
 from incidents import services
 from incidents.models import ActionItem, DeclareGuard, ImpactWindow, Incident, IncidentReport
 from incidents.services.guards import title_key
+from tests.api.keys import key_for
 from tests.builders import make_incident, make_product, utc
 from tests.incidents.test_admin import form_data, split
 
@@ -72,7 +72,7 @@ def _api(api: Client, method: str, url: str, body: dict[str, Any]) -> Any:
 
 @pytest.fixture
 def api(alice: Any) -> Client:
-    return Client(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    return Client(HTTP_AUTHORIZATION=f"Token {key_for(alice)}")
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 from freezegun import freeze_time
-from rest_framework.authtoken.models import Token
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident
@@ -21,6 +20,7 @@ from subscriptions import channels, emails, notifications
 from subscriptions import services as subscription_services
 from subscriptions.models import NotificationEvent, Subscriber
 from subscriptions.tokens import Purpose, make_token
+from tests.api.keys import key_for
 from tests.builders import make_location, utc
 from tests.subscriptions.builders import make_subscriber
 
@@ -288,7 +288,7 @@ def test_it_sets_the_language_in_the_admin(client: Client, alice, gmail) -> None
 
 
 def test_it_sets_and_filters_the_language_through_the_api(client: Client, alice) -> None:
-    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {Token.objects.create(user=alice).key}"}
+    auth: dict[str, Any] = {"HTTP_AUTHORIZATION": f"Token {key_for(alice)}"}
     subscriber = make_subscriber()
     url = f"/api/v1/subscribers/{subscriber.pk}/"
     assert client.get(url, **auth).json()["language"] == "en"
