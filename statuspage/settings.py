@@ -500,22 +500,18 @@ _SUBSCRIPTION_BEAT = {
 # Merged, not assigned: other apps add their own entries to the same schedule.
 CELERY_BEAT_SCHEDULE = {**globals().get("CELERY_BEAT_SCHEDULE", {}), **_SUBSCRIPTION_BEAT}
 
-# --- Outbox: durable email/webhook delivery ---------------------------------------------------
+# --- Outbox: durable email/webhook delivery (each setting: docs/settings.md) ------------------
 # A claimed message is another worker's to retry only after this lease; it must outlast
 # the slowest honest attempt (a few EMAIL_TIMEOUTs).
 OUTBOX_LEASE_SECONDS = env_float("OUTBOX_LEASE_SECONDS", 300.0)
-# The retry budget: attempts per message, so an SMTP outage costs a bounded number of
-# connection attempts.
 OUTBOX_MAX_ATTEMPTS = env_int("OUTBOX_MAX_ATTEMPTS", 8)
 # Exponential backoff with full jitter: attempt n waits uniform(0, min(cap, base * 2^(n-1))).
 # The cap stays under half the broker visibility timeout (checked at start-up, outbox.E001).
 OUTBOX_RETRY_BASE_DELAY = env_float("OUTBOX_RETRY_BASE_DELAY", 30.0)
 OUTBOX_RETRY_MAX_DELAY = env_float("OUTBOX_RETRY_MAX_DELAY", 900.0)
-# The sweeper re-enqueues pending rows due for longer than this (their task was lost).
 OUTBOX_SWEEP_GRACE_SECONDS = env_float("OUTBOX_SWEEP_GRACE_SECONDS", 60.0)
 OUTBOX_SWEEP_BATCH = env_int("OUTBOX_SWEEP_BATCH", 500)
 OUTBOX_SWEEP_INTERVAL = env_float("OUTBOX_SWEEP_INTERVAL", 60.0)
-# Messages a delivery task claims for one destination and sends over one SMTP session.
 OUTBOX_BATCH_SIZE = env_int("OUTBOX_BATCH_SIZE", 100)
 # A destination that is down (refused, timed out, 421, HTTP 5xx) does not use up the
 # messages' attempts; they give up only once this old.
@@ -526,13 +522,9 @@ OUTBOX_GIVE_UP_DAYS = env_float("OUTBOX_GIVE_UP_DAYS", 3.0)
 OUTBOX_BREAKER_THRESHOLD = env_int("OUTBOX_BREAKER_THRESHOLD", 3)
 OUTBOX_BREAKER_COOLDOWN = env_float("OUTBOX_BREAKER_COOLDOWN", 30.0)
 OUTBOX_BREAKER_MAX_COOLDOWN = env_float("OUTBOX_BREAKER_MAX_COOLDOWN", 300.0)
-# The longest a request or command waits on the broker after its commit (one try).
 OUTBOX_PUBLISH_TIMEOUT = env_float("OUTBOX_PUBLISH_TIMEOUT", 0.2)
-# An SMTP session idle this long is closed before reuse (well under servers' idle timeouts).
 OUTBOX_SMTP_IDLE_SECONDS = env_float("OUTBOX_SMTP_IDLE_SECONDS", 30.0)
-# A queued delivery task nobody took for this long is presumed lost (Redis emptied).
 OUTBOX_KICK_LOST_SECONDS = env_float("OUTBOX_KICK_LOST_SECONDS", 2 * OUTBOX_SWEEP_GRACE_SECONDS)
-# Right-hand side of the stable Message-ID of every email.
 EMAIL_MESSAGE_ID_DOMAIN = env_str("EMAIL_MESSAGE_ID_DOMAIN", urlsplit(SITE_URL).hostname or "localhost")
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
 # Celery's Django fixup otherwise closes the database connection before and after every
@@ -563,7 +555,6 @@ CELERY_TASK_ROUTES = {
     "incidents.tasks.*": {"queue": "periodic"},
     "subscriptions.tasks.*": {"queue": "periodic"},
 }
-# Subscribers queued per fan-out task (one incident event is expanded in such chunks).
 NOTIFY_CHUNK_SIZE = env_int("NOTIFY_CHUNK_SIZE", 1000)
 
 # --- Alert intake (alerts/) -------------------------------------------------------------------
@@ -589,15 +580,12 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
-# Markdown is rendered once, when staff write it. Text estimated to take over 100 ms is
-# refused before rendering; what is rendered runs in a child process that may use this
-# much CPU time (seconds, not wall time: load on the machine does not refuse a post)...
+# CPU time (not wall time: load does not refuse a post), then a wall-time backstop, for the
+# child that renders staff Markdown (docs/adr/0004-markdown-bounds.md).
 MARKDOWN_RENDER_CPU_SECONDS = env_float("MARKDOWN_RENDER_CPU_SECONDS", 0.2)
-# ...and, as a backstop for a child that gets no CPU at all, this much wall time.
 MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 5.0)
 
 # --- SLA credits --------------------------------------------------------------------------------
-# Notices are computed in pages of this many customers (bounded memory on large runs).
 CREDITS_COMPUTE_BATCH = env_int("CREDITS_COMPUTE_BATCH", 2000)
 # A send whose money total in any one currency exceeds this needs a second Finance user to
 # approve it (four eyes); 0 turns the rule off. A bad value fails at start-up.
