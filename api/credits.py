@@ -12,14 +12,13 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import available_timezones
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
 from django.db.models import Prefetch, QuerySet
 from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -289,16 +288,6 @@ class NoticeFilterSerializer(StrictQuery):
 # --- Views ------------------------------------------------------------------------------------------
 
 
-class RoleRefusals:
-    """A service's refusal (core.roles) answers 403 with its own message, which names the
-    action, rather than DRF's generic one."""
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, DjangoPermissionDenied):
-            exc = exceptions.PermissionDenied(str(exc) or None)
-        return super().handle_exception(exc)  # type: ignore[misc,no-any-return]
-
-
 @extend_schema_view(
     list=extend_schema(
         summary="List customers (staff)", responses={200: CustomerSerializer(many=True), **STAFF_ERRORS}
@@ -312,7 +301,6 @@ class RoleRefusals:
     ),
 )
 class CustomerViewSet(
-    RoleRefusals,
     APIMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -387,7 +375,6 @@ class CustomerViewSet(
     ),
 )
 class SLAPolicyViewSet(
-    RoleRefusals,
     APIMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -424,7 +411,7 @@ class SLAPolicyViewSet(
     ),
 )
 class CreditNoticeViewSet(
-    RoleRefusals, APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+    APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer

@@ -4,14 +4,10 @@ selector or service, render."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
-from typing import Any
-
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -26,27 +22,6 @@ from credits.models import CreditNotice, Customer, NoticeState
 # The letter's own HTML carries inline styles (email clients need them); it is shown in a
 # sandboxed frame with a policy of its own, never inside a console page.
 LETTER_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'self'; sandbox"
-
-
-def finance(
-    action: str | None = None,
-) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """Check `action` (when given) before the view runs, and answer any refusal, the
-    view's or a service's, with 403 and its message."""
-
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            try:
-                if action is not None:
-                    roles.check(request.user, action)
-                return view(request, *args, **kwargs)
-            except PermissionDenied as exc:
-                return HttpResponseForbidden(str(exc), content_type="text/plain; charset=utf-8")
-
-        return wrapper
-
-    return decorate
 
 
 def _period(value: str) -> str:
@@ -111,8 +86,8 @@ def credit_notice(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @console_view
-@finance("credits.review")
 def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
+    roles.check(request.user, "credits.review")
     notice = _notice(pk)
     subject, text, _ = emails.preview_credit_notice(notice, today=timezone.localdate())
     return render(
@@ -124,8 +99,8 @@ def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
 
 @xframe_options_sameorigin
 @console_view
-@finance("credits.review")
 def credit_letter_html(request: HttpRequest, pk: int) -> HttpResponse:
+    roles.check(request.user, "credits.review")
     notice = _notice(pk)
     _, _, html = emails.preview_credit_notice(notice, today=timezone.localdate())
     response = HttpResponse(html)
@@ -138,7 +113,6 @@ def _ids(values: list[str]) -> list[int]:
 
 
 @console_view
-@finance()
 def credits_confirm(request: HttpRequest) -> HttpResponse:
     """Step two: what would go out. GET ?ids=..&ids=.. (from the review form)."""
     ids = _ids(request.GET.getlist("ids"))
@@ -155,7 +129,6 @@ def credits_confirm(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view
-@finance()
 def credits_send(request: HttpRequest) -> HttpResponse:
     """Step three: send exactly what the confirmation page showed, or nothing (above the
     four-eyes limit, the first Finance user's press prepares it for a second one)."""
@@ -183,7 +156,6 @@ def credits_send(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @console_view
-@finance()
 def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         services.credits_cancel(notice=_notice(pk), actor=request.user, via="console")  # type: ignore[arg-type]
@@ -194,7 +166,6 @@ def credit_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @console_view
-@finance()
 def credits_export(request: HttpRequest) -> HttpResponse:
     selectors.statements_readable(actor=request.user)
     period = _period(request.GET.get("period", ""))
@@ -207,7 +178,6 @@ def credits_export(request: HttpRequest) -> HttpResponse:
 
 
 @console_view
-@finance()
 def customer_statement(request: HttpRequest, pk: int) -> HttpResponse:
     selectors.statements_readable(actor=request.user)
     customer = get_object_or_404(Customer, pk=pk)
