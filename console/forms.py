@@ -43,6 +43,24 @@ def level_field_name(product: Product, location: Location | None) -> str:
     return f"level_{product.pk}_{location.pk if location else 0}"
 
 
+def locations_field_name(product: Product) -> str:
+    return f"locations_{product.pk}"
+
+
+class DeclareRow:
+    """One product on the Declare form: its level and the locations it is confined to."""
+
+    def __init__(self, product: Product, level: forms.BoundField, locations: forms.BoundField) -> None:
+        self.product = product
+        self.level = level
+        self.locations = locations
+
+    @property
+    def ticked(self) -> list[str]:
+        """The labels of the ticked locations, as the form was sent (none: all locations)."""
+        return [str(box.choice_label) for box in self.locations.subwidgets if box.data["selected"]]
+
+
 class DeclareForm(forms.Form):
     title = forms.CharField(max_length=200)
     status = forms.ChoiceField(
@@ -51,12 +69,6 @@ class DeclareForm(forms.Form):
     )
     started_at = zoned_datetime_field(
         "Impact began", help_text="Empty: now. Every product's impact window starts here."
-    )
-    locations = forms.ModelMultipleChoiceField(
-        queryset=Location.objects.order_by("name"),
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Where the affected products are impaired. None ticked: all locations.",
     )
     impact = forms.ChoiceField(
         label="Overall impact",
@@ -69,32 +81,64 @@ class DeclareForm(forms.Form):
         widget=_markdown_area(),
         help_text="Markdown. The first entry of the public timeline; subscribers receive it.",
     )
+    first_update_at = zoned_datetime_field(
+        "Backdate the first message to",
+        help_text="Optional, and only when the message really went out earlier (say, on social media): "
+        "not before impact began. Empty: it is shown at the time you publish it. Staff always see "
+        "the real posting time.",
+    )
     notify = forms.BooleanField(label="Notify subscribers", required=False, initial=True)
+    # The public id of the recent incident with the same title that the person saw named in
+    # the warning and chose to declare a new incident anyway (a ticked checkbox).
+    confirm_duplicate_of = forms.CharField(required=False, max_length=40)
 
     def __init__(self, *args: Any, groups: list[tuple[str, list[Product]]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.groups: list[tuple[str, list[tuple[Product, forms.BoundField]]]] = []
+        # Set by the view when the service warned of a recent incident with this title.
+        self.duplicate: Incident | None = None
+        self.locations = {str(loc.pk): loc for loc in Location.objects.order_by("name")}
+        location_choices = [(pk, loc.label) for pk, loc in self.locations.items()]
+        self.groups: list[tuple[str, list[DeclareRow]]] = []
         choices = [("", "Not affected"), *LEVELS[1:]]
         for group, products in groups:
             rows = []
             for product in products:
-                name = level_field_name(product, None)
-                self.fields[name] = forms.ChoiceField(label=product.name, choices=choices, required=False)
-                rows.append((product, self[name]))
+                level = level_field_name(product, None)
+                where = locations_field_name(product)
+                self.fields[level] = forms.ChoiceField(label=product.name, choices=choices, required=False)
+                self.fields[where] = forms.MultipleChoiceField(
+                    label=f"Locations of {product.name}",
+                    choices=location_choices,
+                    required=False,
+                    widget=forms.CheckboxSelectMultiple,
+                )
+                rows.append(DeclareRow(product, self[level], self[where]))
             self.groups.append((group, rows))
 
-    def affected(self) -> list[tuple[Product, str]]:
+    def affected(self) -> list[tuple[Product, str, list[Location | None]]]:
+        """Each affected product with its level and locations ([None]: all locations)."""
+        data = self.cleaned_data
         return [
-            (product, self.cleaned_data[field.name])
+            (row.product, data[row.level.name], self._where(data.get(row.locations.name)))
             for _, rows in self.groups
-            for product, field in rows
-            if self.cleaned_data.get(field.name)
+            for row in rows
+            if data.get(row.level.name)
         ]
+
+    def _where(self, ticked: list[str] | None) -> list[Location | None]:
+        return [self.locations[pk] for pk in ticked] if ticked else [None]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        if not self.errors and not self.affected():
-            raise forms.ValidationError("Choose a level for at least one affected product.")
+        # Every mistake at once: a product's locations without its level, and no product.
+        rows = [row for _, group in self.groups for row in group]
+        for row in rows:
+            if cleaned.get(row.locations.name) and not cleaned.get(row.level.name):
+                self.add_error(
+                    row.level.name, f"Choose the level of {row.product.name}, or untick its locations."
+                )
+        if not any(cleaned.get(row.level.name) for row in rows):
+            self.add_error(None, "Choose a level for at least one affected product.")
         return cleaned
 
 

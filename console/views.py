@@ -155,13 +155,13 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
     data = form.cleaned_data
     started_at = data["started_at"] or timezone.now()
     affected = form.affected()
-    locations = list(data["locations"]) or [None]
+    # Each product's own locations; none ticked: one window for all locations.
     windows = [
         services.WindowSpec(product=product, level=level, started_at=started_at, location=location)
-        for product, level in affected
+        for product, level, locations in affected
         for location in locations
     ]
-    impact = data["impact"] or services.impact_for_levels(level for _, level in affected)
+    impact = data["impact"] or services.impact_for_levels(level for _, level, _ in affected)
     try:
         return services.incident_declare(
             title=data["title"],

@@ -127,7 +127,10 @@ def test_it_declares_an_incident_in_the_display_time_zone(
 
 def test_it_scopes_windows_to_the_chosen_locations(staff_client: Client, catalogue: dict[str, Any]) -> None:
     zone = make_location("us-central1-b", kind=Location.Kind.ZONE, parent=catalogue["region"])
-    data = _declare_data(catalogue, locations=[catalogue["region"].pk, zone.pk])
+    where = [catalogue["region"].pk, zone.pk]
+    data = _declare_data(
+        catalogue, **{f"locations_{p.pk}": where for p in (catalogue["gmail"], catalogue["storage"])}
+    )
     post(staff_client, "/manage/declare/", data)
     assert Incident.objects.get().windows.count() == 4
 
