@@ -21,11 +21,14 @@ def incident_edit(request: HttpRequest, public_id: str) -> HttpResponse:
     incident = _incident(request, public_id)
     _require(request, "incident.edit")
     back = reverse("console:incident", args=[incident.public_id])
+    preview = ""
     if request.method != "POST":
         form = IncidentEditForm(incident=incident)
     else:
         form = IncidentEditForm(request.POST, incident=incident)
-        if form.is_valid():
+        if "_preview" in request.POST:
+            preview = request.POST.get("summary", "")
+        elif form.is_valid():
             changes = form.changes()
             if not changes:
                 messages.info(request, "Nothing was changed.")
@@ -37,4 +40,4 @@ def incident_edit(request: HttpRequest, public_id: str) -> HttpResponse:
             else:
                 messages.success(request, "Saved the changes to the incident.")
                 return HttpResponseRedirect(back)
-    return render(request, "console/incident_edit.html", {"form": form, "incident": incident})
+    return render(request, "console/incident_edit.html", {"form": form, "incident": incident, "preview": preview})
