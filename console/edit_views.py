@@ -40,4 +40,6 @@ def incident_edit(request: HttpRequest, public_id: str) -> HttpResponse:
             else:
                 messages.success(request, "Saved the changes to the incident.")
                 return HttpResponseRedirect(back)
-    return render(request, "console/incident_edit.html", {"form": form, "incident": incident, "preview": preview})
+    return render(
+        request, "console/incident_edit.html", {"form": form, "incident": incident, "preview": preview}
+    )

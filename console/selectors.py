@@ -23,6 +23,7 @@ from incidents.selectors import (
     UNRESOLVED_STATUSES,
     ImpactTarget,
     incident_impact_targets,
+    update_backdated,
 )
 
 Status = Incident.Status
@@ -123,14 +124,18 @@ class ConsoleIncident:
     targets: tuple[ImpactTarget, ...]
     action_items: tuple[ActionItem, ...]
     alerts: tuple[Alert, ...]
+    # The updates shown earlier than they were posted: staff see both times.
+    backdated: frozenset[int]
 
 
 def console_incident(*, incident: Incident) -> ConsoleIncident:
     windows = incident.windows.select_related("product", "location").order_by("started_at", "id")
+    updates = tuple(incident.updates.select_related("author").order_by("-display_at", "-id"))
     return ConsoleIncident(
         incident=incident,
         windows=tuple(windows),
-        updates=tuple(incident.updates.select_related("author").order_by("-display_at", "-id")),
+        updates=updates,
+        backdated=frozenset(u.pk for u in updates if update_backdated(u)),
         targets=tuple(incident_impact_targets(incident=incident)),
         action_items=tuple(
             incident.action_items.select_related("owner").order_by("priority", "due_date", "id")

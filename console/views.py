@@ -173,7 +173,13 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
             created_by=_user(request),
             is_public="_draft" not in request.POST,
             notify=bool(data["notify"]),
+            first_update_at=data["first_update_at"],
+            confirm_duplicate_of=data["confirm_duplicate_of"] or None,
         )
+    except services.DuplicateTitle as warned:
+        # Not an error: the form names the recent incident and asks before filing another.
+        form.duplicate = warned.existing
+        return None
     except ValidationError as exc:
         add_validation_errors(form, exc)
         return None

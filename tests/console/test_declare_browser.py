@@ -42,7 +42,9 @@ def _tick_by_keyboard(page: Any, product: Product, locations: list[Location]) ->
         assert box.is_checked()
 
 
-@pytest.mark.parametrize(("viewport", "js"), [("desktop", True), ("phone", False)], ids=["1280-js", "390-nojs"])
+@pytest.mark.parametrize(
+    ("viewport", "js"), [("desktop", True), ("phone", False)], ids=["1280-js", "390-nojs"]
+)
 def test_it_declares_with_locations_per_product_and_edits_the_incident(
     browser: Any,  # noqa: F811
     live_server: Any,
@@ -57,6 +59,7 @@ def test_it_declares_with_locations_per_product_and_edits_the_incident(
     zone = ZoneInfo(settings.DISPLAY_TIME_ZONE)
     began = (datetime.now(zone) - timedelta(minutes=40)).replace(second=0, microsecond=0)
     suffix = "js" if js else "nojs"
+    before = Incident.objects.count()
     context, page = _login(browser, live_server, viewport=viewport, js=js)
     try:
         page.goto(live_server.url + "/manage/declare/")
@@ -69,9 +72,32 @@ def test_it_declares_with_locations_per_product_and_edits_the_incident(
             summary = page.locator(f"#id_level_{storage.pk}_0 ~ details [data-where-summary]")
             assert summary.inner_text() == "us-central1 (Iowa), us-east1 (South Carolina)"
         page.fill("#id_body", "We are investigating errors in Compute Engine and Cloud Storage.")
+        page.fill("#id_first_update_at", _typed(began + timedelta(minutes=20)))
         check_console_page(page, name=f"i28-declare-{suffix}", viewport=viewport)
+        # Someone else declared the same title a moment ago: a warning naming it, not a refusal.
+        earlier = services.incident_declare(
+            title="Compute Engine and Cloud Storage errors",
+            body="Investigating.",
+            windows=[services.WindowSpec(product=compute, level=Level.MAJOR_OUTAGE, started_at=began)],
+            started_at=began,
+        )
+        page.click("button[name=_publish]")
+        warning = page.locator(".form-warning")
+        warning.wait_for()
+        assert warning.locator(f"a[href='/manage/incidents/{earlier.public_id}/']").count() == 1
+        assert Incident.objects.count() == before + 1
+        # Everything typed is still there, per product locations included.
+        assert page.locator(f"input[name=locations_{storage.pk}][value='{east.pk}']").is_checked()
+        check_console_page(page, name=f"i28-declare-duplicate-{suffix}", viewport=viewport)
+        page.locator("#id_confirm_duplicate_of").focus()
+        page.keyboard.press("Space")
         _submit(page, "button[name=_publish]", "**/manage/incidents/*/")
-        incident = Incident.objects.get(title="Compute Engine and Cloud Storage errors")
+        incident = Incident.objects.exclude(pk=earlier.pk).get(
+            title="Compute Engine and Cloud Storage errors"
+        )
+        entry = incident.updates.get()
+        assert entry.display_at == began + timedelta(minutes=20) < entry.created_at
+        assert "shown as" in page.locator(".timeline__head").inner_text()
         windows = {(w.product.slug, w.location and w.location.name) for w in incident.windows.all()}
         assert windows == {
             ("compute-engine", None),

@@ -113,7 +113,9 @@ def test_it_refuses_a_role_that_may_not_edit(client: Client, incident: Incident)
 
 
 def test_it_previews_the_summary_without_saving(staff_client: Client, incident: Incident) -> None:
-    response = post(staff_client, _url(incident), _form(incident, summary="Mail was **delayed**.", _preview="1"))
+    response = post(
+        staff_client, _url(incident), _form(incident, summary="Mail was **delayed**.", _preview="1")
+    )
     assert response.status_code == 200
     assert "<strong>delayed</strong>" in response.content.decode()
     incident.refresh_from_db()

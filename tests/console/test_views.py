@@ -161,7 +161,7 @@ def test_it_refuses_a_declaration_without_products_or_twice(
     post(staff_client, "/manage/declare/", _declare_data(catalogue))
     again = post(staff_client, "/manage/declare/", _declare_data(catalogue))
     assert again.status_code == 200
-    assert "it was not declared twice" in again.content.decode()
+    assert "An incident with this title was declared" in again.content.decode()
     assert Incident.objects.count() == 1
 
 
