@@ -15,6 +15,7 @@ from core.admin import (
     StackedInlineBase,
     TabularInlineBase,
 )
+from core.timezones import format_local
 from incidents.admin.forms import (
     ImpactWindowInlineForm,
     IncidentReportInlineForm,
@@ -27,6 +28,7 @@ from incidents.models import (
     IncidentReport,
     IncidentUpdate,
 )
+from incidents.selectors import update_backdated, update_revisions
 
 
 class PlainRelatedInline(TabularInlineBase):
@@ -54,8 +56,16 @@ class IncidentUpdateInline(TabularInlineBase):
     """The timeline, read only: new entries come from “Post update”, so they notify."""
 
     model = IncidentUpdate
-    fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers"]
-    readonly_fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers"]
+    fields = ["display_at", "posted", "status", "rendered_body", "edits", "author", "notify_subscribers"]
+    readonly_fields = [
+        "display_at",
+        "posted",
+        "status",
+        "rendered_body",
+        "edits",
+        "author",
+        "notify_subscribers",
+    ]
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"
@@ -69,6 +79,20 @@ class IncidentUpdateInline(TabularInlineBase):
     @admin.display(description="Update")
     def rendered_body(self, obj: IncidentUpdate) -> SafeString:
         return mark_safe(stored_html(obj.body_html))  # noqa: S308 - sanitised by nh3 in stored_html
+
+    @admin.display(description="Posted")
+    def posted(self, obj: IncidentUpdate) -> str:
+        """The real posting time, named when the shown time was set earlier."""
+        if update_backdated(obj):
+            return f"{format_local(obj.created_at)} (shown earlier)"
+        return "as shown"
+
+    @admin.display(description="Corrections")
+    def edits(self, obj: IncidentUpdate) -> str:
+        revisions = update_revisions(obj)
+        if not revisions:
+            return "none"
+        return f"{len(revisions)}, last at {format_local(revisions[-1].edited_at)}"
 
 
 class IncidentReportInline(StackedInlineBase):
