@@ -32,6 +32,7 @@ from incidents.models import (
     ProductGroup,
 )
 from incidents.selectors import (
+    LEVEL_IMPACT,
     PRODUCT_STATUS_LABELS,
     IncidentDurations,
     PageStatus,
@@ -75,12 +76,6 @@ INDICATOR_LEVEL = {
     "major": uptime.PARTIAL_OUTAGE,
     "critical": uptime.MAJOR_OUTAGE,
 }
-
-
-# The level each incident impact stands for (the Statuspage pairing), and back: the
-# headline badge speaks the words of the windows' levels, so an incident whose windows
-# are all partial outage never reads "Major impact" (Statuspage's word for it).
-IMPACT_FOR_LEVEL = {level: impact for impact, level in INDICATOR_LEVEL.items() if impact != "maintenance"}
 
 
 # --- Shared pieces ------------------------------------------------------------------------
@@ -224,9 +219,11 @@ def affected_products(windows: Iterable[ImpactWindow]) -> tuple[AffectedProduct,
 
 @dataclass(frozen=True)
 class Headline:
-    """An incident's headline impact: the worst it reached, as a product level. Its
-    recorded impact (the worst, or staff's correction upwards) and its windows' levels
-    both count, so the badge is never milder than a window shown beside it."""
+    """An incident's headline impact: the worst it reached, as a product level, so the
+    badge speaks the windows' words (never "Major impact", Statuspage's word, beside
+    windows that are all partial outage). Its recorded impact (the worst, or staff's
+    correction upwards) and its windows' levels both count, so the badge is never milder
+    than a window shown beside it."""
 
     level: str
 
@@ -238,7 +235,7 @@ class Headline:
     @property
     def impact(self) -> str:
         # The badge and card colours, keyed by impact.
-        return IMPACT_FOR_LEVEL.get(self.level, Incident.Impact.NONE)
+        return LEVEL_IMPACT[self.level]
 
     @property
     def label(self) -> str:

@@ -308,3 +308,35 @@ def test_periods_and_headline_read_in_french(client: Client) -> None:
 
     assert "L’impact s’est produit en 2 périodes distinctes" in html
     assert '<span class="badge badge--impact-critical">Panne majeure</span>' in html
+
+
+# --- 6. A corrected update says so --------------------------------------------------------------
+
+
+def test_an_edited_update_is_marked_on_the_incident_page_and_the_card(
+    client: Client,
+    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    gmail = make_product("Gmail")
+    with freeze_time(NOW - timedelta(hours=1)):  # posted at 11:00 PST
+        incident = make_incident(title="Gmail slow", product=gmail, start=NOW - timedelta(hours=1))
+    with freeze_time(NOW - timedelta(minutes=30)):
+        untouched = text(client.get(f"/incidents/{incident.public_id}/"))
+    assert "edited" not in untouched
+
+    # Corrected at 12:00 PST. The edit moves the public stamp once committed, so the
+    # cached page is not served again.
+    with django_capture_on_commit_callbacks(execute=True):
+        services.incident_update_edit(update=incident.updates.get(), body="Gmail is slow for **some** users.")
+    page = text(client.get(f"/incidents/{incident.public_id}/"))
+    home = text(client.get("/"))
+
+    mark = re.compile(
+        r'<span class="edited">· edited <time datetime="2026-11-29T12:00:00-08:00" '
+        r'data-fmt="short">29 Nov, 12:00 PST</time>\s*</span>'
+    )
+    timeline = page.split('id="timeline-title"')[1]
+    assert mark.search(timeline) and "<strong>some</strong> users" in timeline
+    assert mark.search(home.split('class="card__update-head"')[1].split("</p>")[0])
+    french = text(client.get(f"/fr/incidents/{incident.public_id}/"))
+    assert "· modifiée le <time" in french
