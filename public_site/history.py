@@ -15,6 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 from django.db.models.functions import TruncMonth
 from django.http import Http404
+from django.utils.translation import pgettext
 
 from incidents import uptime
 from incidents.models import (
@@ -59,7 +60,19 @@ class PastIncident:
 
     @property
     def label(self) -> str:
+        if self.incident.is_maintenance:
+            return maintenance_label(self.incident)
         return level_label(self.level)
+
+
+def maintenance_label(incident: Incident) -> str:
+    """A maintenance says where it stands, not the level its windows will have: one that
+    has not begun is "Scheduled", not "Under maintenance"."""
+    if incident.status == Incident.Status.SCHEDULED:
+        return str(pgettext("maintenance that has not begun", "Scheduled"))
+    if incident.is_closed:
+        return str(pgettext("maintenance that has ended", "Completed"))
+    return level_label(uptime.UNDER_MAINTENANCE)
 
 
 @dataclass(frozen=True)
@@ -88,11 +101,17 @@ def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
     products: dict[int, Product] = {}
     for w in windows:
         products.setdefault(w.product_id, w.product)
+    duration, ongoing = durations.total, durations.ongoing if windows else incident.resolved_at is None
+    begins, ends = incident.scheduled_for, incident.scheduled_until
+    if incident.status == Incident.Status.SCHEDULED and begins and ends:
+        # Not begun: its planned length, not "0 min so far".
+        duration, ongoing = ends - begins, False
     return PastIncident(
         incident=incident,
-        duration=durations.total,
-        ongoing=durations.ongoing if windows else incident.resolved_at is None,
-        level=uptime.worst(w.level for w in windows),
+        duration=duration,
+        ongoing=ongoing,
+        # A maintenance always shows its clock, labelled by where it stands (`label`).
+        level=uptime.UNDER_MAINTENANCE if incident.is_maintenance else uptime.worst(w.level for w in windows),
         products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
     )
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Prefetch, Q
 
 from core.timezones import display_zone
-from incidents import uptime
+from incidents import intervals, uptime
 from incidents.models import (
     ActionItem,
     ImpactWindow,
@@ -32,6 +32,7 @@ from incidents.models import (
     ProductGroup,
 )
 from incidents.selectors import (
+    LEVEL_IMPACT,
     PRODUCT_STATUS_LABELS,
     IncidentDurations,
     PageStatus,
@@ -186,6 +187,75 @@ def today_local(now: datetime) -> date:
     return uptime.local_date(now, display_zone())
 
 
+@dataclass(frozen=True)
+class AffectedProduct:
+    """One product an incident touches, with its own locations: empty when one of its
+    windows names none (all locations), so products never share each other's places."""
+
+    product: Product
+    locations: tuple[Location, ...]
+
+
+def affected_products(windows: Iterable[ImpactWindow]) -> tuple[AffectedProduct, ...]:
+    products: dict[int, Product] = {}
+    everywhere: set[int] = set()
+    located: dict[int, dict[int, Location]] = defaultdict(dict)
+    for w in windows:
+        products.setdefault(w.product_id, w.product)
+        if w.location is None:
+            everywhere.add(w.product_id)
+        else:
+            located[w.product_id].setdefault(w.location.pk, w.location)
+    return tuple(
+        AffectedProduct(
+            product=p,
+            locations=()
+            if p.pk in everywhere
+            else tuple(sorted(located[p.pk].values(), key=lambda loc: loc.name)),
+        )
+        for p in sorted(products.values(), key=lambda p: (p.position, p.name))
+    )
+
+
+@dataclass(frozen=True)
+class Headline:
+    """An incident's headline impact: the worst it reached, as a product level, so the
+    badge speaks the windows' words (never "Major impact", Statuspage's word, beside
+    windows that are all partial outage). Its recorded impact (the worst, or staff's
+    correction upwards) and its windows' levels both count, so the badge is never milder
+    than a window shown beside it."""
+
+    level: str
+
+    @classmethod
+    def of(cls, incident: Incident, windows: Iterable[ImpactWindow]) -> Headline:
+        recorded = INDICATOR_LEVEL.get(incident.impact, uptime.OPERATIONAL)
+        return cls(level=uptime.worst([recorded, *(w.level for w in windows)]))
+
+    @property
+    def impact(self) -> str:
+        # The badge and card colours, keyed by impact.
+        return LEVEL_IMPACT[self.level]
+
+    @property
+    def label(self) -> str:
+        return level_label(self.level)
+
+    @property
+    def is_operational(self) -> bool:
+        return self.level == uptime.OPERATIONAL
+
+
+def impact_periods(windows: Iterable[ImpactWindow], *, now: datetime) -> int:
+    """How many separate stretches of impact the windows make, per product and location:
+    a level change closes one window and opens the next at the same minute, which is one
+    stretch, not two. Windows of different products or places count apart."""
+    by_target: dict[tuple[int, int | None], list[intervals.Interval]] = defaultdict(list)
+    for w in windows:
+        by_target[(w.product_id, w.location_id)].append(window_interval(w, now=now))
+    return sum(len(intervals.merge(spans)) for spans in by_target.values())
+
+
 # --- The status page ("/") ----------------------------------------------------------------
 
 
@@ -212,8 +282,12 @@ class ProductBlock:
 class OpenIncident:
     incident: Incident
     latest_update: IncidentUpdate | None
-    products: tuple[Product, ...]
-    locations: tuple[Location, ...]
+    affected: tuple[AffectedProduct, ...]
+    headline: Headline
+
+    @property
+    def products(self) -> tuple[Product, ...]:
+        return tuple(a.product for a in self.affected)
 
 
 @dataclass(frozen=True)
@@ -239,17 +313,11 @@ class StatusPage:
 def open_incident(incident: Incident) -> OpenIncident:
     updates = list(incident.updates.all())  # prefetched, newest first
     windows = list(incident.windows.all())  # prefetched, public products only
-    products: dict[int, Product] = {}
-    locations: dict[int, Location] = {}
-    for w in windows:
-        products.setdefault(w.product_id, w.product)
-        if w.location is not None:
-            locations.setdefault(w.location.pk, w.location)
     return OpenIncident(
         incident=incident,
         latest_update=updates[0] if updates else None,
-        products=tuple(sorted(products.values(), key=lambda p: (p.position, p.name))),
-        locations=tuple(sorted(locations.values(), key=lambda loc: loc.name)),
+        affected=affected_products(windows),
+        headline=Headline.of(incident, windows),
     )
 
 
@@ -373,9 +441,18 @@ class WindowRow:
 
 
 @dataclass(frozen=True)
+class AffectedRow:
+    affected: AffectedProduct
+    duration: timedelta
+
+
+@dataclass(frozen=True)
 class IncidentPage:
     incident: Incident
     windows: tuple[WindowRow, ...]
+    # Separate stretches of impact (`impact_periods`): what "came in N periods" counts.
+    periods: int
+    headline: Headline
     durations: IncidentDurations
     updates: tuple[IncidentUpdate, ...]
     report: IncidentReport | None
@@ -388,6 +465,15 @@ class IncidentPage:
     @property
     def products(self) -> list[Product]:
         return [pd.product for pd in self.durations.per_product]
+
+    @property
+    def affected(self) -> list[AffectedRow]:
+        places = {a.product.pk: a for a in affected_products(w.window for w in self.windows)}
+        return [
+            AffectedRow(affected=places[pd.product.pk], duration=pd.duration)
+            for pd in self.durations.per_product
+            if pd.product.pk in places
+        ]
 
 
 def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
@@ -410,6 +496,8 @@ def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
             WindowRow(window=w, duration=window_interval(w, now=now).duration, ongoing=w.ended_at is None)
             for w in windows
         ),
+        periods=impact_periods(windows, now=now),
+        headline=Headline.of(incident, windows),
         durations=incident_durations(incident=incident, windows=windows, now=now),
         updates=updates,
         report=report,

@@ -14,9 +14,11 @@ from django.urls import get_script_prefix, reverse
 from django.utils import dateformat, translation
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext
 
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
+from public_site.pages import DayView
 
 register = template.Library()
 
@@ -85,6 +87,23 @@ def day_label_filter(day: date | None, style: str = "long") -> str:
     if day is None:
         return ""
     return _day_label(day, style, translation.get_language() or settings.LANGUAGE_CODE)
+
+
+@register.filter(name="labelled")
+def labelled_filter(label: object, text: object) -> str:
+    """`{{ label|labelled:text }}` -> 'label: text', the colon spaced as the page's
+    language writes it ('label : text' in French): the spacing comes from the
+    translations, never from a template."""
+    return gettext("%(label)s: %(title)s") % {"label": label, "title": text}
+
+
+@register.filter(name="bar_title")
+def bar_title_filter(day: DayView) -> str:
+    """An impacted day's tooltip on the uptime bars: 'Sun 29 Nov 2026: Partial outage
+    2 h, Degraded performance 1 h · Title; Other title'."""
+    impact = ", ".join(f"{label} {format_duration(delta)}" for label, delta in day.impact)
+    titles = "; ".join(i.incident.title for i in day.incidents)
+    return labelled_filter(day_label_filter(day.date), f"{impact} · {titles}")
 
 
 @lru_cache(maxsize=16)
