@@ -46,7 +46,7 @@ def test_it_passes_the_served_address_as_site_url() -> None:
     urls = _site_urls("HOST=127.0.0.1", "PORT=8123")
 
     assert set(urls) == set(COMMANDS)
-    assert urls == {command: "http://127.0.0.1:8123" for command in COMMANDS}
+    assert urls == dict.fromkeys(COMMANDS, "http://127.0.0.1:8123")
 
 
 @pytest.mark.parametrize("how", ["environment", "command line"])
@@ -57,4 +57,4 @@ def test_it_keeps_a_site_url_the_user_set(how: str) -> None:
     else:
         urls = _site_urls("PORT=8123", f"SITE_URL={wanted}")
 
-    assert urls == {command: wanted for command in COMMANDS}
+    assert urls == dict.fromkeys(COMMANDS, wanted)
