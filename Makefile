@@ -4,6 +4,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Absolute links in emails and feeds follow the address served, unless SITE_URL is set
+# (in the environment or on the command line: `make run SITE_URL=https://status.example.com`).
+SITE_URL ?= http://$(HOST):$(PORT)
+RUN_ENV := DEBUG=1 SITE_URL='$(SITE_URL)'
 
 .PHONY: run test lint typecheck layers sizes check bench clean
 
@@ -18,8 +22,8 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
 # Embedded default: SQLite under var/, no Redis, tasks in process, emails as files in
 # var/mail/. DEBUG is on for the local server only.
 run: $(VENV)/.installed-dev
-	DEBUG=1 $(PY) manage.py migrate --noinput
-	DEBUG=1 $(PY) manage.py load_demo
+	$(RUN_ENV) $(PY) manage.py migrate --noinput
+	$(RUN_ENV) $(PY) manage.py load_demo
 	@echo ""
 	@echo "  Status page:  http://$(HOST):$(PORT)/"
 	@echo "  Staff console: http://$(HOST):$(PORT)/manage/  (user: staff   password: staff-demo, Administrator)"
@@ -31,12 +35,12 @@ run: $(VENV)/.installed-dev
 	@echo "    integrations  Integrations      alert integrations, webhooks, subscribers, API keys"
 	@echo "    admin         Administrator     everything, including users and roles"
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
-	@echo "  Emails are written to var/mail/"
+	@echo "  Emails are written to var/mail/ (their links start with $(SITE_URL))"
 	@echo ""
 	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a
 	@# process next to the server, since the embedded mode has no Celery beat.
-	DEBUG=1 $(PY) manage.py run_periodic & periodic=$$!; trap 'kill $$periodic 2>/dev/null' EXIT INT TERM; \
-	  DEBUG=1 $(PY) manage.py runserver $(HOST):$(PORT)
+	$(RUN_ENV) $(PY) manage.py run_periodic & periodic=$$!; trap 'kill $$periodic 2>/dev/null' EXIT INT TERM; \
+	  $(RUN_ENV) $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest $(PYTEST_ARGS)

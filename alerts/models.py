@@ -111,7 +111,12 @@ class MappingRule(models.Model):
     level = models.CharField(max_length=24, choices=ImpactLevel.choices, default=ImpactLevel.PARTIAL_OUTAGE)
     impact = models.CharField(max_length=10, choices=IncidentImpact.choices, default=IncidentImpact.MINOR)
     auto_publish_after_minutes = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Publish the draft by itself after this long if still firing."
+        null=True,
+        blank=True,
+        help_text=(
+            "Empty (the default): hold the draft for staff to review, edit and publish. A number: "
+            "publish it by itself after this many minutes if still firing and nobody has edited it."
+        ),
     )
 
     class Meta:
@@ -139,6 +144,11 @@ class AlertGroup(models.Model):
     incident = models.OneToOneField(Incident, on_delete=models.CASCADE, related_name="alert_group")
     rule = models.ForeignKey(MappingRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     publish_due_at = models.DateTimeField(null=True, blank=True)
+    draft_digest = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the draft's title and opening message as opened: an edit stops auto-publication.",
+    )
     resolve_due_at = models.DateTimeField(null=True, blank=True)
     needs_attention = models.CharField(
         max_length=300, blank=True, help_text="Why staff must look (shown on the admin list)."

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from alerts import wording
 from alerts.models import Alert, AlertGroup, Integration
 from alerts.parsers import CONTROL_CHARS, AlertEvent
 from alerts.services.decide import FIRING, RESOLVED, Decision, Mapping, has_human_update, open_window
@@ -17,9 +19,9 @@ from incidents.models import ImpactWindow, Incident
 from outbox import services as outbox
 
 
-def suggested_title(event: AlertEvent, mapping: Mapping) -> str:
-    """The alert's summary, made one clean line (the incident title rules refuse control
-    characters; a sender's text is cleaned, not refused)."""
+def alert_summary(event: AlertEvent, mapping: Mapping) -> str:
+    """The alert's own summary, made one clean line: for staff only (it may name our
+    thresholds), so it goes to the alert's row and the draft's internal notes."""
     title = CONTROL_CHARS.sub(" ", event.title or "").strip()
     title = " ".join(title.split())[:200]
     return title or f"Alert on {mapping.product.name}"
@@ -27,6 +29,29 @@ def suggested_title(event: AlertEvent, mapping: Mapping) -> str:
 
 def location_text(mapping: Mapping) -> str:
     return f" in {mapping.location.name}" if mapping.location is not None else ""
+
+
+def public_words(mapping: Mapping) -> dict[str, str]:
+    """What the public text of an alert-fed incident is built from (alerts.wording)."""
+    location = mapping.location.label if mapping.location is not None else ""
+    return {"level": mapping.level, "product": mapping.product.name, "location": location}
+
+
+def draft_digest(incident: Incident) -> str:
+    """A hash of the draft's title and opening message. A person's edit of either changes
+    it: then the draft waits for that person instead of publishing itself."""
+    opening = incident.updates.order_by("created_at", "id").first()
+    text = f"{incident.title}\n{opening.body if opening is not None else ''}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def draft_edited(group: AlertGroup) -> bool:
+    """Has a person edited the draft (its title or opening message) or posted on it?"""
+    incident = group.incident
+    if has_human_update(incident):
+        return True
+    # Groups opened before the digest was kept have none: only an authored post tells.
+    return bool(group.draft_digest) and draft_digest(incident) != group.draft_digest
 
 
 def _add_window(incident: Incident, event: AlertEvent, mapping: Mapping) -> ImpactWindow:
@@ -39,7 +64,6 @@ def _add_window(incident: Incident, event: AlertEvent, mapping: Mapping) -> Impa
         location=mapping.location,
         level=mapping.level,
         started_at=event.starts_at,
-        description=f"From the alert: {suggested_title(event, mapping)}",
     )
 
 
@@ -59,7 +83,7 @@ def _reopen_incident(group: AlertGroup, event: AlertEvent, mapping: Mapping) -> 
     incidents.incident_post_update(
         incident=group.incident,
         status=Incident.Status.INVESTIGATING,
-        body=f"The alert “{suggested_title(event, mapping)}” is firing again{location_text(mapping)}.",
+        body=wording.recurrence_body(**public_words(mapping)),
         display_at=event.starts_at,
     )
     group.incident.refresh_from_db()
@@ -77,10 +101,15 @@ def _overflow_text(integration: Integration) -> str:
 def _open_draft(integration: Integration, event: AlertEvent, decision: Decision, now: datetime) -> AlertGroup:
     mapping = decision.mapping
     assert mapping is not None
-    title = suggested_title(event, mapping)
+    title = wording.public_title(**public_words(mapping))
     if decision.overflow:
         title = f"Alerts from {integration.name}"[:200]
-    notes = [f"Opened from the {integration.get_kind_display()} integration “{integration.name}”."]
+    body = wording.opening_body(**public_words(mapping))
+    # The alert's own words stay internal: they may name a threshold or an expression.
+    notes = [
+        f"Opened from the {integration.get_kind_display()} integration “{integration.name}”.",
+        f"Alert: “{alert_summary(event, mapping)}” (rule {mapping.rule}).",
+    ]
     if decision.overflow:
         notes.append(_overflow_text(integration))
     if mapping.used_default:
@@ -92,14 +121,13 @@ def _open_draft(integration: Integration, event: AlertEvent, decision: Decision,
         title=title,
         impact=mapping.rule.impact,
         started_at=event.starts_at,
-        body=f"We are investigating: {title}{location_text(mapping)}.",
+        body=body,
         windows=[
             incidents.WindowSpec(
                 product=mapping.product,
                 location=mapping.location,
                 level=mapping.level,
                 started_at=event.starts_at,
-                description=f"From the alert: {title}",
             )
         ],
         is_public=False,
@@ -117,6 +145,7 @@ def _open_draft(integration: Integration, event: AlertEvent, decision: Decision,
         incident=incident,
         rule=mapping.rule,
         publish_due_at=now + timedelta(minutes=minutes) if minutes is not None else None,
+        draft_digest=draft_digest(incident),
         is_overflow=decision.overflow,
         needs_attention=_overflow_text(integration) if decision.overflow else "",
     )
@@ -152,7 +181,7 @@ def _copy_event(alert: Alert, event: AlertEvent, mapping: Mapping | None) -> Non
         alert.annotations = dict(event.annotations)
         alert.url = event.url[:1000]
     if mapping is not None:
-        alert.title = suggested_title(event, mapping)
+        alert.title = alert_summary(event, mapping)
         alert.rule = mapping.rule
         alert.used_default_rule = mapping.used_default
 
@@ -258,11 +287,10 @@ def auto_resolve(group: AlertGroup) -> str:
                 ref=f"incident:{incident.pk}",
             )
         return "staff told"
-    names = sorted({a.title for a in alerts if a.title})
-    listed = "".join(f"\n- {name}" for name in names[:20])
+    # The alerts' names stay off the public text; staff see them on the incident's page.
     incidents.incident_resolve(
         incident=incident,
-        body=f"Every alert behind this incident has resolved; it was resolved automatically.{listed}",
+        body=wording.RESOLVED_BODY,
         resolved_at=max(last_end, incident.started_at),
     )
     group.save(update_fields=["resolve_due_at"])

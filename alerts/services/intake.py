@@ -14,10 +14,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from alerts import parsers
+from alerts import parsers, wording
 from alerts.models import Alert, Integration, ReceivedPayload
 from alerts.parsers import AlertEvent, PayloadError
-from alerts.services.apply import execute, location_text, suggested_title
+from alerts.services.apply import execute, location_text, public_words
 from alerts.services.decide import decide
 from incidents.models import ImpactLevel
 
@@ -139,6 +139,6 @@ def integration_preview(*, integration: Integration, body: bytes) -> list[str]:
         if decision.action == "open":
             opened.add(event.group_key)
             assert mapping is not None
-            text += f"; suggested title “{suggested_title(event, mapping)}”"
+            text += f"; public title “{wording.public_title(**public_words(mapping))}”"
         lines.append(text + ".")
     return lines

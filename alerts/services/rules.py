@@ -26,6 +26,9 @@ def _clean_name(name: str) -> str:
     return name[:100]
 
 
+# A secret a caller chooses: one line of visible ASCII, long enough not to be guessed at once.
+_GIVEN_SECRET = re.compile(r"^[\x21-\x7e]{16,128}$")
+
 INTEGRATION_EDITABLE_FIELDS = frozenset(
     {"name", "is_active", "flap_debounce_seconds", "reopen_within_minutes"}
 )
@@ -42,12 +45,16 @@ def integration_create(
     flap_debounce_seconds: int = 300,
     reopen_within_minutes: int = 24 * 60,
     is_active: bool = True,
+    secret: str = "",
     actor: User | None = None,
 ) -> Integration:
-    """A new integration with a fresh secret (shown once, as `issued_secret`) and its default rule."""
+    """A new integration with a fresh secret (shown once, as `issued_secret`) and its default
+    rule. `secret` gives the secret instead (the demo's published token): no form offers it."""
     roles.check(actor, "alerts.manage")
     if kind not in Integration.Kind.values:
         raise ValidationError({"kind": f"Unknown kind {kind!r}."})
+    if secret and not _GIVEN_SECRET.match(secret):
+        raise ValidationError({"secret": "A given secret is 16 to 128 visible characters."})
     name = _clean_name(name)
     if Integration.objects.filter(name=name).exists():
         raise ValidationError({"name": "An integration with this name exists."})
@@ -58,7 +65,7 @@ def integration_create(
         reopen_within_minutes=reopen_within_minutes,
         is_active=is_active,
     )
-    _issue_secret(integration)
+    _issue_secret(integration, given=secret)
     integration.save()
     rule_save(
         integration=integration,
@@ -91,9 +98,10 @@ def integration_update(
     return integration
 
 
-def _issue_secret(integration: Integration) -> None:
-    """A fresh secret, readable once as `issued_secret`: only a bearer token's hash is kept."""
-    issued = new_secret()
+def _issue_secret(integration: Integration, *, given: str = "") -> None:
+    """A fresh secret (or the one given), readable once as `issued_secret`: only a bearer
+    token's hash is kept."""
+    issued = given or new_secret()
     if integration.kind == Integration.Kind.GENERIC:
         integration.secret, integration.secret_hash = issued, ""
     else:

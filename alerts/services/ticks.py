@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from alerts.models import AlertGroup, IntakeDelivery, Integration, ReceivedPayload
-from alerts.services.apply import auto_resolve
+from alerts.services.apply import auto_resolve, draft_edited
 from alerts.services.decide import FIRING
 from core import roles
 from incidents import services as incidents
@@ -48,22 +48,30 @@ def _resolve_due(now: datetime) -> int:
 
 
 def _publish_due(now: datetime) -> int:
+    """Publish the drafts whose time has come, unless a person has edited them: every
+    pending one is looked at each minute, so an edited draft stops saying it will publish
+    itself within a minute of the edit, not at its due time."""
     published = 0
-    for pk, integration_id in AlertGroup.objects.filter(publish_due_at__lte=now).values_list(
+    for pk, integration_id in AlertGroup.objects.filter(publish_due_at__isnull=False).values_list(
         "pk", "integration_id"
     ):
         with transaction.atomic():
             Integration.objects.select_for_update().get(pk=integration_id)
             group = (
-                AlertGroup.objects.select_related("incident").filter(pk=pk, publish_due_at__lte=now).first()
+                AlertGroup.objects.select_related("incident")
+                .filter(pk=pk, publish_due_at__isnull=False)
+                .first()
             )
             if group is None:
+                continue
+            edited = draft_edited(group)
+            if not edited and group.publish_due_at is not None and group.publish_due_at > now:
                 continue
             group.publish_due_at = None
             group.save(update_fields=["publish_due_at"])
             incident = group.incident
             still_firing = group.alerts.filter(status=FIRING).exists()
-            if not incident.is_public and not incident.is_closed and still_firing:
+            if not edited and not incident.is_public and not incident.is_closed and still_firing:
                 incidents.incident_publish(incident=incident)
                 published += 1
     return published

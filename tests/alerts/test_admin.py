@@ -126,7 +126,7 @@ def test_the_alert_groups_list_flags_drafts_and_publishes_them(client: Client, s
     integration = make_integration("alertmanager", gcs=gcs, fallback=fallback)
     post(client, integration, load_payloads("alertmanager_cloud_storage_2026_10.json")[0])
     html = staff_client.get("/admin/alerts/alertgroup/").content.decode()
-    assert "DRAFT" in html and "Cloud Storage elevated write latency" in html
+    assert "DRAFT" in html and "Partial outage of Cloud Storage in us-central1" in html
     group = AlertGroup.objects.get()
     detail = staff_client.get(f"/admin/alerts/alertgroup/{group.pk}/change/").content.decode()
     assert "opens a draft incident" in detail

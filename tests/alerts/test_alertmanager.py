@@ -178,7 +178,7 @@ def test_a_real_alertmanager_opens_a_draft_then_resolves_it(
     except AssertionError:
         raise AssertionError((tmp_path / "alertmanager.log").read_text()[-2000:]) from None
     assert incident.is_public is False
-    assert incident.title == "Cloud Storage write errors in us-central1"
+    assert incident.title == "Partial outage of Cloud Storage in us-central1"
     assert alert_drafts() == [incident]
     window = incident.windows.get()
     assert (window.product, window.location, window.level) == (gcs, region, "partial_outage")

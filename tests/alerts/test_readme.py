@@ -54,4 +54,4 @@ def test_the_readme_generic_curl_command_opens_a_draft(live_server: Any) -> None
     answer = json.loads(result.stdout)
     assert answer["alerts"][0]["action"] == "open", answer
     incident = Incident.objects.get()
-    assert (incident.is_public, incident.title) == (False, "Cloud Storage write errors in us-central1")
+    assert (incident.is_public, incident.title) == (False, "Partial outage of Cloud Storage in us-central1")

@@ -43,10 +43,12 @@ def test_it_replays_the_cloud_storage_incident_into_the_demo_windows(client: Cli
         assert first.status_code == 200, first.content
         assert first.json()["alerts"][0]["action"] == "open"
 
-        # A draft: not public, with the suggested title and one open window from startsAt.
+        # A draft: not public, titled in customers' words (the alert's own in the internal
+        # notes), with one open window from startsAt.
         incident = Incident.objects.get()
         assert incident.is_public is False
-        assert incident.title == "Cloud Storage elevated write latency and errors in us-central1"
+        assert incident.title == "Partial outage of Cloud Storage in us-central1"
+        assert "Cloud Storage elevated write latency and errors in us-central1" in incident.internal_notes
         assert incident.impact == Incident.Impact.MAJOR
         assert incident.started_at == GCS_START
         [window] = incident.windows.all()

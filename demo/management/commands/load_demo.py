@@ -6,25 +6,34 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from demo import alerts as alerts_demo
 from demo import credits as credits_demo
 from demo import incidents as demo
+from demo import templates as templates_demo
 
 
 class Command(BaseCommand):
     help = (
         "Load demo data: a staff login (staff / staff-demo), Google Workspace and Google "
         "Cloud products, regions and zones, three incidents retold from published incident "
-        "reports, a few recent small incidents and an upcoming maintenance. Idempotent: "
+        "reports, a few recent small incidents and an upcoming maintenance, SLA customers, message "
+        "templates and an Alertmanager integration to fire a test alert at. Idempotent: "
         "whatever already exists is left exactly as it is, so running it again changes nothing."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # A thin sequence of loaders; other apps append theirs (e.g. SLA customers) here.
         summary = demo.load(stdout=self.stdout)
-        credits_demo.load(stdout=self.stdout)
-        if summary.created_anything:
+        credits = credits_demo.load(stdout=self.stdout)
+        templates = templates_demo.load(stdout=self.stdout)
+        alerts = alerts_demo.load(stdout=self.stdout)
+        others = (credits.policies_created, credits.customers_created, templates.templates_created)
+        if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(
                 self.style.SUCCESS(f"Demo data loaded ({len(summary.incidents_created)} incidents created).")
             )
         else:
             self.stdout.write(self.style.SUCCESS("Demo data already present; nothing changed."))
+        hint = alerts_demo.test_alert_hint()
+        if hint:
+            self.stdout.write(hint)
