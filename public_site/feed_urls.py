@@ -17,6 +17,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
     path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),
     path("history.json", public_page("history-json")(embeds.history_json_feed), name="history-json"),
+    # Per product, the same three formats at the same addresses under the product.
+    path(
+        "products/<slug:slug>/history.atom",
+        public_page("product-history-atom")(feeds.ProductHistoryAtomFeed()),
+        name="product-history-atom",
+    ),
+    path(
+        "products/<slug:slug>/history.rss",
+        public_page("product-history-rss")(feeds.ProductHistoryRssFeed()),
+        name="product-history-rss",
+    ),
     path(
         "products/<slug:slug>/history.json",
         public_page("product-history-json")(embeds.product_json_feed),
