@@ -1,12 +1,13 @@
-"""Feeds, badges, the live version document and the uptime CSV: one address each, not
-translated (readers and embeds key on the URL). Their names are under `feeds:`."""
+"""Feeds, badges, the live version document, the uptime CSV, robots.txt and the sitemap:
+one address each, not translated (readers and embeds key on the URL). Their names are
+under `feeds:`."""
 
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public_site import embeds, feeds, live, views
+from public_site import crawlers, embeds, feeds, live, views
 
 app_name = "feeds"
 
@@ -39,4 +40,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         public_page("product-badge")(embeds.product_badge),
         name="product-badge",
     ),
+    path("robots.txt", crawlers.robots_txt, name="robots"),
+    path("sitemap.xml", public_page("sitemap")(crawlers.sitemap), name="sitemap"),
 ]

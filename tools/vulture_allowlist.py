@@ -38,6 +38,7 @@ FRAMEWORK_PARAMETERS = (
     _.public,
     _.media_type,  # DRF Parser.parse
     _.view_args,  # Django middleware process_view
+    _.protocol,  # Sitemap.get_protocol(protocol), overridden by public_site.crawlers
     _.view_kwargs,
     _.model_admin,  # admin list filters: lookups() and queryset()
     _.app_configs,  # Django system checks
