@@ -4,6 +4,8 @@ selector or service, render."""
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -14,8 +16,10 @@ from django.utils import timezone
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_POST
 
+from console.credit_forms import ComputeForm
 from console.views import console_view
 from core import roles
+from core.admin import add_validation_errors
 from credits import confirm, emails, exports, selectors, services, sla
 from credits.models import CreditNotice, Customer, NoticeState
 
@@ -33,8 +37,61 @@ def _period(value: str) -> str:
 
 @console_view
 def credits_review(request: HttpRequest) -> HttpResponse:
+    return _review(request, period=request.GET.get("period", ""), form=ComputeForm(initial=_last_month()))
+
+
+@require_POST
+@console_view
+def credits_compute(request: HttpRequest) -> HttpResponse:
+    """Compute (or recompute) a month, then show it with what changed. A bad or future
+    month comes back as an error on the form, with nothing computed."""
+    form = ComputeForm(request.POST)
+    if form.is_valid():
+        try:
+            summary = services.credits_compute(
+                period=form.cleaned_data["period"],
+                actor=request.user,  # type: ignore[arg-type]
+                via="console",
+            )
+        except ValidationError as exc:
+            add_validation_errors(form, exc)
+        else:
+            messages.success(request, _computed(summary))
+            return HttpResponseRedirect(f"{reverse('console:credits')}?period={summary.period}")
+    return _review(request, period=request.POST.get("shown", ""), form=form, status=400)
+
+
+def _last_month() -> dict[str, str]:
+    return {"period": str(sla.Period.containing(timezone.localdate()).previous())}
+
+
+def _computed(summary: services.ComputeSummary) -> str:
+    label = _month_label(summary.period)
+    if not summary.notice_ids:
+        return (
+            f"{label} computed: {summary.customers_considered} customer(s) measured, nobody is owed a credit."
+        )
+    text = (
+        f"{label} computed: {summary.customers_considered} customer(s) measured; notices created "
+        f"{summary.created}, updated {summary.updated}, unchanged {summary.unchanged}, removed {summary.removed}"
+    )
+    if summary.kept_final:
+        text += f"; {summary.kept_final} already approved, sent or cancelled, left exactly as they were"
+    if summary.period == str(sla.Period.containing(timezone.localdate())):
+        text += ". The month is not over: these figures count until now; compute it again after it ends"
+    return text + ". Nothing is sent until you review and send."
+
+
+def _month_label(period: str) -> str:
+    month = sla.Period.parse(period)
+    return date(month.year, month.month, 1).strftime("%B %Y")
+
+
+def _review(request: HttpRequest, *, period: str, form: ComputeForm, status: int = 200) -> HttpResponse:
     periods = selectors.notice_periods()
-    period = _period(request.GET.get("period", "")) or (periods[0] if periods else "")
+    period = _period(period) or (periods[0] if periods else "")
+    if period and period not in periods:
+        periods = sorted({*periods, period}, reverse=True)  # a month computed with no notice
     policy_raw = request.GET.get("policy", "")
     policy_id = int(policy_raw) if policy_raw.isdigit() else None
     state = request.GET.get("state", "")
@@ -55,7 +112,9 @@ def credits_review(request: HttpRequest) -> HttpResponse:
             "state": state,
             "sendable": [n for n in notices if n.state in confirm.SENDABLE],
             "audit": selectors.audit_entries(period=period),
+            "compute_form": form,
         },
+        status=status,
     )
 
 
@@ -89,11 +148,18 @@ def credit_notice(request: HttpRequest, pk: int) -> HttpResponse:
 def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
     roles.check(request.user, "credits.review")
     notice = _notice(pk)
-    subject, text, _ = emails.preview_credit_notice(notice, today=timezone.localdate())
+    subject, text, _ = emails.preview_credit_notice(notice)
     return render(
         request,
         "console/credit_letter.html",
-        {"notice": notice, "subject": subject, "text": text, "recipients": notice.customer.billing_emails},
+        {
+            "notice": notice,
+            "subject": subject,
+            "text": text,
+            "recipients": notice.customer.billing_emails,
+            "from_email": settings.DEFAULT_FROM_EMAIL,
+            "reply_to": settings.CREDITS_REPLY_TO,
+        },
     )
 
 
@@ -102,7 +168,7 @@ def credit_letter(request: HttpRequest, pk: int) -> HttpResponse:
 def credit_letter_html(request: HttpRequest, pk: int) -> HttpResponse:
     roles.check(request.user, "credits.review")
     notice = _notice(pk)
-    _, _, html = emails.preview_credit_notice(notice, today=timezone.localdate())
+    _, _, html = emails.preview_credit_notice(notice)
     response = HttpResponse(html)
     response["Content-Security-Policy"] = LETTER_CSP
     return response
@@ -181,9 +247,7 @@ def credits_export(request: HttpRequest) -> HttpResponse:
 def customer_statement(request: HttpRequest, pk: int) -> HttpResponse:
     selectors.statements_readable(actor=request.user)
     customer = get_object_or_404(Customer, pk=pk)
-    period = _period(request.GET.get("period", "")) or str(
-        sla.Period(timezone.localdate().year, timezone.localdate().month)
-    )
+    period = _period(request.GET.get("period", "")) or str(sla.Period.containing(timezone.localdate()))
     st = exports.statement(customer, sla.Period.parse(period))
     if request.GET.get("output") == "csv":
         response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")

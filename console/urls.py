@@ -18,6 +18,7 @@ urlpatterns = [
     path("templates/<int:pk>/delete/", views.template_delete, name="template_delete"),
     path("preview/", views.preview, name="preview"),
     path("credits/", credit_views.credits_review, name="credits"),
+    path("credits/compute/", credit_views.credits_compute, name="credits_compute"),
     path("credits/confirm/", credit_views.credits_confirm, name="credits_confirm"),
     path("credits/send/", credit_views.credits_send, name="credits_send"),
     path("credits/export.csv", credit_views.credits_export, name="credits_export"),

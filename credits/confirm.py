@@ -43,7 +43,11 @@ class SendPlan:
     notices: list[CreditNotice]
     skipped: list[CreditNotice]
     days: Decimal = Decimal(0)
+    # The API's sum of percentages, kept for its clients; people are shown the count of
+    # percent-of-bill letters and the money per currency instead (each percentage is of
+    # its own customer's bill, so their sum means nothing).
     percent: Decimal = Decimal(0)
+    percent_letters: int = 0
     money: list[MoneyTotal] = field(default_factory=list)
     percent_without_bill: int = 0
     recipients: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -82,6 +86,7 @@ def send_plan(*, ids: Iterable[int]) -> SendPlan:
             plan.days += n.credit
         else:
             plan.percent += n.credit
+            plan.percent_letters += 1
             if n.credit_amount is None:
                 plan.percent_without_bill += 1
             else:
@@ -131,8 +136,8 @@ def _summary_text(plan: SendPlan) -> str:
     parts = [f"{plan.count} notice(s)"]
     if plan.days:
         parts.append(f"{plan.days.normalize():f} day(s)")
-    if plan.percent:
-        parts.append(f"{plan.percent.normalize():f} percent-of-bill")
+    if plan.percent_letters:
+        parts.append(f"{plan.percent_letters} percent-of-bill credit(s)")
     parts += [f"{m.currency} {m.amount}" for m in plan.money]
     return ", ".join(parts)
 

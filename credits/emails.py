@@ -8,10 +8,12 @@ durations and figures ("99,95 %", "2 déc. 2026") are all the customer's.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import ROUND_DOWN, Decimal
+from email.utils import parseaddr
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -47,16 +49,64 @@ class IncidentLine:
     report_url: str = ""
     summary: str = ""
     root_cause: str = ""
-    prevention: str = ""
+    prevention: str = ""  # a summary of the remediation, when it lists no changes
+    prevention_items: tuple[str, ...] = ()  # the changes it lists
+
+
+# A sentence ends at . ! or ? followed by space and something that starts a sentence (not
+# a lower-case word: "e.g. the" goes on).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÀ-Þ0-9]|[^\s\w])")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"\*\*|__|`|(?<!\w)[*_]|[*_](?!\w)")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+def _plain(markdown: str) -> str:
+    """One Markdown line or paragraph as plain text: links keep their words, emphasis,
+    code marks, headings and quotes go, lines join."""
+    lines = [re.sub(r"^\s*[#>]+\s*", "", line) for line in markdown.splitlines()]
+    text = _EMPHASIS.sub("", _LINK.sub(r"\1", " ".join(lines)))
+    return " ".join(text.split())
 
 
 def _sentences(markdown: str, limit: int = 2, max_chars: int = 420) -> str:
-    """The first few sentences of a Markdown field, as plain text for the letter."""
-    text = re.sub(r"[`*_>#\[\]]|\(https?://[^)]*\)", "", markdown or "")
-    text = " ".join(text.split())
-    parts = re.split(r"(?<=[.!?])\s+", text)
-    out = " ".join(parts[:limit])
-    return out if len(out) <= max_chars else out[: max_chars - 1].rsplit(" ", 1)[0] + "…"
+    """A summary of a Markdown field for the letter: the first sentences of its first
+    paragraph, whole (never cut inside one), up to `limit` sentences and about
+    `max_chars` (a first sentence longer than that is still given whole). The letter
+    links the full report for the rest."""
+    paragraphs = [p for p in _PARAGRAPH.split(markdown or "") if p.strip()]
+    if not paragraphs:
+        return ""
+    first = paragraphs[0]
+    if all(_ITEM.match(line) for line in first.splitlines() if line.strip()):
+        # A list: each item is read as a sentence.
+        first = " ".join(
+            _as_sentence(_plain(_ITEM.sub("", line))) for line in first.splitlines() if line.strip()
+        )
+    parts = _SENTENCE_END.split(_plain(first))
+    out = parts[0]
+    for part in parts[1:limit]:
+        if len(out) + 1 + len(part) > max_chars:
+            break
+        out += " " + part
+    return out
+
+
+def _as_sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?", ":")) else text + "."
+
+
+def _prevention(markdown: str, limit: int = 5) -> tuple[str, ...]:
+    """The remediation's list items, whole (the changes that prevent a repeat), or ()
+    when it has no list: then the letter summarises its text instead. The paragraphs
+    before a list usually tell how the incident was fixed, not what prevents a repeat."""
+    items = [
+        _as_sentence(_plain(_ITEM.sub("", line)))
+        for line in (markdown or "").splitlines()
+        if _ITEM.match(line)
+    ]
+    return tuple(item for item in items if item != ".")[:limit]
 
 
 def _local(value: datetime | None, tz: ZoneInfo) -> str:
@@ -87,6 +137,7 @@ def _incident_line(
         incident=incident, status=IncidentReport.Status.PUBLISHED, published_at__isnull=False
     ).first()
     open_for = format_duration(end - incident.started_at) if end else ""
+    items = _prevention(report.remediation) if report else ()
     return IncidentLine(
         title=incident.title,
         url=url,
@@ -100,7 +151,8 @@ def _incident_line(
         report_url=url if report else "",
         summary=_sentences(report.summary) if report else "",
         root_cause=_sentences(report.root_cause) if report else "",
-        prevention=_sentences(report.remediation) if report else "",
+        prevention=_sentences(report.remediation) if report and not items else "",
+        prevention_items=items,
     )
 
 
@@ -131,6 +183,9 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "language": translation.get_language(),
         "site_name": settings.SITE_NAME,
         "site_url": settings.SITE_URL,
+        # Where a reply goes (the letter's Reply-To, its address alone in the words);
+        # empty: the letter says how else to write.
+        "reply_to": parseaddr(settings.CREDITS_REPLY_TO)[1] if settings.CREDITS_REPLY_TO else "",
         "notice": notice,
         "customer": customer,
         "policy": policy,
@@ -164,7 +219,41 @@ def render_credit_notice(notice: CreditNotice) -> tuple[str, str, str]:
     with translation.override(notice.customer.language):
         context = notice_context(notice)
         subject = " ".join(render_to_string(SUBJECT, context).split())
-        return subject, plain_text(render_to_string(TEXT, context)), render_to_string(HTML, context)
+        return subject, _text(context), render_to_string(HTML, context)
+
+
+def _text(context: dict[str, Any]) -> str:
+    return plain_text(wrap_text(render_to_string(TEXT, context)))
+
+
+# A long line's hanging indent: its own indentation, plus the "- " of an item or the
+# padded label of a "Label:   value" line.
+_HANG = re.compile(r"^( *)(- |\S[^:]*: {2,})?")
+
+
+def wrap_text(text: str, width: int = 72) -> str:
+    """The text letter with every long line wrapped at `width` on spaces only, so a URL
+    (or any long word) stays whole, on a line of its own if it must. The first line, the
+    greeting, is left as it is: it holds the customer's name, which a shared render puts
+    in after wrapping, so wrapping it would make two alike letters differ."""
+    head, _, body = text.partition("\n")
+    lines = [head]
+    for line in body.split("\n"):
+        match = _HANG.match(line)
+        assert match is not None  # the pattern matches the empty string
+        lead = match.group(0)
+        if len(line) <= width or not line[len(lead) :].strip():
+            lines.append(line)
+            continue
+        lines += textwrap.wrap(
+            line[len(lead) :],
+            width,
+            initial_indent=lead,
+            subsequent_indent=" " * len(lead),
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    return "\n".join(lines)
 
 
 def plain_text(rendered: str) -> str:
@@ -321,7 +410,7 @@ class CreditNoticeRenderer:
             letter: SharedLetter = (
                 None
                 if _NAME_MARK in subject
-                else (subject, plain_text(render_to_string(TEXT, stand_in)), render_to_string(HTML, stand_in))
+                else (subject, _text(stand_in), render_to_string(HTML, stand_in))
             )
         self._memo[key] = letter
         return letter
@@ -354,9 +443,11 @@ class CreditNoticeRenderer:
         return subject, text.replace(_NAME_MARK, name), html.replace(_NAME_MARK, str(escape(name)))
 
 
-def preview_credit_notice(notice: CreditNotice, *, today: date) -> tuple[str, str, str]:
+def preview_credit_notice(notice: CreditNotice, *, today: date | None = None) -> tuple[str, str, str]:
     """The letter exactly as approving it today would send it: same builder, with the
-    claim deadline the approval will set (a notice already queued keeps its own)."""
-    if notice.state in (CreditNotice.State.COMPUTED, CreditNotice.State.APPROVED, CreditNotice.State.FAILED):
-        notice.claim_deadline = sla.claim_deadline(today, notice.policy.claim_window_days)
+    claim deadline the approval will set (a notice already queued, sent or failed keeps
+    the one its letter was written with)."""
+    deadline = selectors.letter_claim_deadline(notice, today=today)
+    if deadline is not None:
+        notice.claim_deadline = deadline
     return render_credit_notice(notice)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 
 from core import csvfile
 from credits import sla
 from credits.models import CreditNotice, Customer
-from credits.selectors import notice_entitlements_for_customer
+from credits.selectors import letter_claim_deadline, notice_entitlements_for_customer
 
 NOTICE_COLUMNS = [
     "notice_id",
@@ -35,6 +36,8 @@ NOTICE_COLUMNS = [
 
 
 def notices_csv(notices: Iterable[CreditNotice]) -> str:
+    """One row per notice. `claim_deadline` is the one the letter carries (or would carry
+    if sent today: see `letter_claim_deadline`), empty for a cancelled notice."""
     rows = (
         [
             n.pk,
@@ -49,13 +52,17 @@ def notices_csv(notices: Iterable[CreditNotice]) -> str:
             "" if n.credit_amount is None else n.credit_amount,
             n.customer.currency,
             n.state,
-            n.claim_deadline.isoformat(),
+            _iso(letter_claim_deadline(n)),
             n.approved_at.isoformat() if n.approved_at else "",
             n.sent_at.isoformat() if n.sent_at else "",
         ]
         for n in notices
     )
     return csvfile.csv_text(NOTICE_COLUMNS, rows)
+
+
+def _iso(day: date | None) -> str:
+    return day.isoformat() if day else ""
 
 
 @dataclass(frozen=True)

@@ -317,7 +317,12 @@ class CreditAuditEntry(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(action__in=AuditAction.values), name="creditaudit_action_valid"
-            )
+            ),
+            # A notice goes out once, so it is logged "Sent" once, whichever outbox hook
+            # (one message, a batch, a redelivered call) records it.
+            models.UniqueConstraint(
+                fields=["notice"], condition=Q(action="sent"), name="creditaudit_sent_once"
+            ),
         ]
         indexes = [models.Index(fields=["period", "at"], name="creditaudit_period_at")]
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from core import roles
 from credits import explain, sla
-from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, SLAPolicy
+from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, NoticeState, SLAPolicy
 from incidents.models import Incident, Location, Product
 from incidents.selectors import windows_counted
 
@@ -229,25 +231,53 @@ def notices_filtered(
 
 @dataclass(frozen=True)
 class Total:
+    """One line of the review totals. Day credits add up (days of service granted in
+    all); percent credits do not (10 % of one bill and 10 % of another are not 20 % of
+    anything), so a percent line gives the money per currency and how many have no
+    known bill instead."""
+
     policy: str
     unit: str
-    currency: str
+    currency: str  # empty on a line of day credits
     count: int
-    credit: Decimal
+    days: Decimal | None
     amount: Decimal | None
+    without_amount: int
 
 
 def notice_totals(notices: Iterable[CreditNotice]) -> list[Total]:
-    """Totals per policy, unit and currency (money only adds up within one currency)."""
+    """Totals per policy: days for day credits; money per currency for percent credits."""
     acc: dict[tuple[str, str, str], list[Any]] = {}
     for n in notices:
-        key = (n.policy.name, n.unit, n.customer.currency)
-        row = acc.setdefault(key, [0, Decimal(0), None])
+        is_days = n.unit == CreditNotice.Unit.DAYS
+        key = (n.policy.name, n.unit, "" if is_days else n.customer.currency)
+        row = acc.setdefault(key, [0, Decimal(0) if is_days else None, None, 0])
         row[0] += 1
-        row[1] += n.credit
-        if n.credit_amount is not None:
+        if is_days:
+            row[1] += n.credit
+        elif n.credit_amount is None:
+            row[3] += 1
+        else:
             row[2] = (row[2] or Decimal(0)) + n.credit_amount
     return [Total(p, u, c, *acc[(p, u, c)]) for p, u, c in sorted(acc)]
+
+
+def letter_claim_deadline(notice: CreditNotice, *, today: date | None = None) -> date | None:
+    """The claim deadline the notice's letter carries, or would carry if it went out
+    `today` (by default today in the policy's zone, as the approval counts it).
+
+    Queued, sent and failed notices keep the deadline their letter was written with (a
+    failed one is retried with the same letter); computed and approved ones have no
+    letter yet, so theirs runs from the day it would go out (the stored value is only
+    provisional); a cancelled notice has none.
+    """
+    if notice.state == NoticeState.CANCELLED:
+        return None
+    if notice.state in (NoticeState.COMPUTED, NoticeState.APPROVED):
+        policy = notice.policy
+        day = today or timezone.now().astimezone(ZoneInfo(policy.time_zone)).date()
+        return sla.claim_deadline(day, policy.claim_window_days)
+    return notice.claim_deadline
 
 
 def notice_entitlements(notice: CreditNotice) -> list[CustomerEntitlement]:

@@ -52,6 +52,13 @@ class Period:
     def next(self) -> Period:
         return Period(self.year + 1, 1) if self.month == 12 else Period(self.year, self.month + 1)
 
+    def previous(self) -> Period:
+        return Period(self.year - 1, 12) if self.month == 1 else Period(self.year, self.month - 1)
+
+    @classmethod
+    def containing(cls, day: date) -> Period:
+        return cls(day.year, day.month)
+
     def bounds(self, time_zone: str) -> tuple[datetime, datetime]:
         """[start, end) of the month in `time_zone`, as UTC datetimes."""
         tz = ZoneInfo(time_zone)

@@ -127,9 +127,11 @@ _letters: dict[tuple[Any, ...], _Letter | None] = {}
 def _letter(message: OutboundMessage) -> _Letter | None:
     body = message.body
     assert body is not None
+    headers = dict(message.headers or {})
     key = (
         body.pk,
         body.digest,
+        tuple(headers.items()),  # e.g. a Reply-To: built into the shared bytes, in order
         settings.DEFAULT_FROM_EMAIL,
         settings.DEFAULT_CHARSET,
         settings.EMAIL_USE_LOCALTIME,
@@ -144,7 +146,7 @@ def _letter(message: OutboundMessage) -> _Letter | None:
         body=body.text,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[_TO_MARK],
-        headers={"Message-ID": _ID_MARK},
+        headers={**headers, "Message-ID": _ID_MARK},  # the order build_email uses
     )
     if body.html:
         email.attach_alternative(body.html, "text/html")
@@ -186,10 +188,11 @@ def email_bytes(message: OutboundMessage) -> tuple[str, list[str], bytes]:
     A message on a shared body is built from that body's bytes, made once per process,
     with its own To, Date, Message-ID and fills put in: the same bytes Django would
     build but for the MIME boundary. Anything the shortcut cannot reproduce exactly (long
-    or non-ASCII header values, a value that would need re-encoding, extra headers) goes
-    through Django's EmailMessage as before.
+    or non-ASCII header values, a value that would need re-encoding) goes through
+    Django's EmailMessage as before. Extra headers (the same for every message of a
+    letter, such as a Reply-To) are part of the shared bytes.
     """
-    if message.body_id is not None and not message.headers:
+    if message.body_id is not None:
         letter = _letter(message)
         if letter is not None:
             built = _fill_letter(letter, message)

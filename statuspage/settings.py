@@ -190,13 +190,8 @@ else:
 if PAGE_CACHE_URL:
     CACHES["pages"] = _redis_cache(PAGE_CACHE_URL)
 PUBLIC_PAGE_CACHE_ALIAS = "pages" if PAGE_CACHE_URL else "default"
-# Rate-limit counters (the subscribe form, the API throttles) have a cache of their own,
-# so that page entries can never evict them: ~250 distinct `?page=N` pages used to push
-# the counters out of the 300-entry default cache and reset every limit. In production it
-# is Redis (RATELIMIT_REDIS_URL, by default the same server under its own prefix; the
-# compose file runs Redis with `noeviction`, so counters and queued tasks are never
-# evicted and a full cache fails page writes, which the page cache tolerates). Embedded,
-# it is a separate in-process cache with room for many more (tiny) entries.
+# Rate-limit counters have a cache of their own, so page entries can never evict them
+# (why, and the embedded fallback: docs/settings.md, RATELIMIT_REDIS_URL).
 RATELIMIT_REDIS_URL = env_str("RATELIMIT_REDIS_URL", REDIS_URL)
 if RATELIMIT_REDIS_URL:
     CACHES["ratelimit"] = {
@@ -527,10 +522,7 @@ OUTBOX_SMTP_IDLE_SECONDS = env_float("OUTBOX_SMTP_IDLE_SECONDS", 30.0)
 OUTBOX_KICK_LOST_SECONDS = env_float("OUTBOX_KICK_LOST_SECONDS", 2 * OUTBOX_SWEEP_GRACE_SECONDS)
 EMAIL_MESSAGE_ID_DOMAIN = env_str("EMAIL_MESSAGE_ID_DOMAIN", urlsplit(SITE_URL).hostname or "localhost")
 WEBHOOK_TIMEOUT = env_float("WEBHOOK_TIMEOUT", 10.0)
-# Celery's Django fixup otherwise closes the database connection before and after every
-# task; a fresh PostgreSQL connection per email cost ~50 ms and capped delivery at a fraction
-# of what the workers can do (bench/credits_bench.py). Connections are recycled after
-# 2 x this many tasks, and a broken one fails one task, which the outbox sweeper recovers.
+# Reuse database connections across tasks (why: docs/settings.md, CELERY_DB_REUSE_MAX).
 CELERY_DB_REUSE_MAX = 100
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
@@ -587,9 +579,17 @@ MARKDOWN_RENDER_TIMEOUT = env_float("MARKDOWN_RENDER_TIMEOUT", 5.0)
 
 # --- SLA credits --------------------------------------------------------------------------------
 CREDITS_COMPUTE_BATCH = env_int("CREDITS_COMPUTE_BATCH", 2000)
-# A send whose money total in any one currency exceeds this needs a second Finance user to
-# approve it (four eyes); 0 turns the rule off. A bad value fails at start-up.
+# Four eyes above this money total in one currency; 0 turns the rule off.
 CREDITS_SECOND_APPROVER_ABOVE = Decimal(env_str("CREDITS_SECOND_APPROVER_ABOVE", "10000"))
+CREDITS_REPLY_TO = env_str("CREDITS_REPLY_TO")  # Reply-To of the letters; empty: none
+# The month just ended, for review, at 12:00 UTC on the 1st (it has ended in every zone).
+CELERY_BEAT_SCHEDULE = {
+    **CELERY_BEAT_SCHEDULE,
+    "credits-compute-closed-month": {
+        "task": "credits.tasks.compute_closed_month",
+        "schedule": crontab(minute=0, hour=12, day_of_month=1),
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -5,7 +5,7 @@ See docs/adr/0007-sla-credits.md. Outside code imports from here."""
 from __future__ import annotations
 
 from credits.services.approve import SendSummary, credits_approve_and_send
-from credits.services.compute import ComputeSummary, credits_compute
+from credits.services.compute import ComputeSummary, credits_compute, credits_compute_closed_month
 from credits.services.customers import (
     CUSTOMER_FIELDS,
     ENTITLEMENT_FIELDS,
@@ -38,6 +38,7 @@ __all__ = [
     "credits_approve_and_send",
     "credits_cancel",
     "credits_compute",
+    "credits_compute_closed_month",
     "customer_create",
     "customer_entitle",
     "customer_unentitle",

@@ -10,6 +10,7 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -112,12 +113,15 @@ def _specs(
     keys, singles = letters(chunk, to_queue, deadlines, renderer)
     specs: list[_Spec] = []
     bodies: dict[tuple[str, str, str], outbox.SharedBody] = {}
+    # Disputes go to the billing team (the letter says so only when this is set).
+    reply_to = {"Reply-To": settings.CREDITS_REPLY_TO} if settings.CREDITS_REPLY_TO else None
     for n, letter_key in zip(to_queue, keys, strict=True):
         common: dict[str, Any] = {
             "key": notice_outbox_key(n.customer_id, n.policy_id, n.period),
             "to": list(n.billing_emails),
             "purpose": OUTBOX_PURPOSE,
             "ref": f"notice:{n.pk}",
+            "headers": reply_to,
         }
         letter = renderer.letter(letter_key)
         if letter is None:

@@ -47,7 +47,8 @@ def audit_record_many(
     *, action: str, actor: Any = None, via: str = "", notices: list[tuple[CreditNotice, str]]
 ) -> int:
     """One row per (notice, detail), written in one statement: a send of 10,000 notices
-    logs each of them without 10,000 INSERTs."""
+    logs each of them without 10,000 INSERTs. A row the log's unique constraints refuse
+    (a notice's second "Sent") is skipped, not an error."""
     user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
     now, label, action = timezone.now(), actor_label(actor), AuditAction(action)
     return bulk.bulk_insert(
@@ -57,4 +58,5 @@ def audit_record_many(
             (now, user.pk if user else None, label, via, action, notice.period, notice.pk, 1, detail[:2000])
             for notice, detail in notices
         ],
+        ignore_conflicts=True,
     )

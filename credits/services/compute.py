@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from itertools import groupby
 from operator import attrgetter
@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from core import roles
 from credits import selectors, sla
-from credits.models import AuditAction, CreditNotice, Customer, NoticeState, SLAPolicy
+from credits.models import AuditAction, CreditAuditEntry, CreditNotice, Customer, NoticeState, SLAPolicy
 from credits.services._common import Progress, chunks
 from credits.services.audit import audit_record
 
@@ -80,6 +80,30 @@ def credits_compute(
         if progress and summary.customers_considered >= batch:
             progress(summary.customers_considered, summary.customers_considered)
     return summary
+
+
+def credits_compute_closed_month(*, now: datetime | None = None) -> ComputeSummary | None:
+    """The monthly automatic run (Celery beat, `run_periodic`): compute the month before
+    `now`'s, as the system, for review. Nothing is approved or sent.
+
+    Runs only once that month has ended in every policy's time zone (before that its
+    figures would stop at `now`), and only if nobody computed it since it ended: a second
+    run, or a run after Finance recomputed by hand, changes nothing and logs nothing.
+    None when it did not run.
+    """
+    now = now or timezone.now()
+    month = sla.Period.containing(now.astimezone(UTC).date()).previous()
+    zones = set(SLAPolicy.objects.values_list("time_zone", flat=True))
+    if not zones:
+        return None
+    ended = max(month.bounds(zone)[1] for zone in zones)
+    if now < ended:
+        return None
+    if CreditAuditEntry.objects.filter(
+        period=str(month), action=AuditAction.COMPUTED, at__gte=ended
+    ).exists():
+        return None
+    return credits_compute(period=month, now=now, via="beat")
 
 
 def _month(period: str | sla.Period) -> sla.Period:

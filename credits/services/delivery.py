@@ -15,7 +15,7 @@ from django.utils import timezone
 from core import roles
 from credits.models import AuditAction, CreditNotice, Customer, NoticeState
 from credits.services._common import OUTBOX_PURPOSE
-from credits.services.audit import audit_record
+from credits.services.audit import audit_record, audit_record_many
 from outbox import services as outbox
 from outbox.models import OutboundMessage
 
@@ -68,14 +68,16 @@ def _on_notices_sent(messages: list[OutboundMessage]) -> None:
 
     Locks the notices, then their customers (the order `mark_sent` uses), and moves each
     customer's term once per day-credit notice whose term_extended_at is still empty:
-    that field stays the once-only guard.
+    that field stays the once-only guard. Each notice it marks gets its "Sent" audit
+    entry, all in one INSERT; a second call finds them sent and logs nothing (and the
+    log's unique "sent" per notice would refuse a second row anyway).
     """
     notices = list(
         CreditNotice.objects.select_for_update()
         .filter(message_id__in={m.pk for m in messages})
         .exclude(state=NoticeState.SENT)
         .order_by("pk")
-        .only("pk", "customer_id", "unit", "credit", "term_extended_at", "message_id")
+        .only("pk", "period", "customer_id", "unit", "credit", "term_extended_at", "message_id")
     )
     if not notices:
         return
@@ -91,6 +93,7 @@ def _on_notices_sent(messages: list[OutboundMessage]) -> None:
     if extended:
         # The once-only guard, set in the same transaction as the move.
         CreditNotice.objects.filter(pk__in=extended).update(term_extended_at=now)
+    audit_record_many(action=AuditAction.SENT, via="outbox", notices=[(n, "") for n in notices])
 
 
 def _owes_days(notice: CreditNotice) -> bool:

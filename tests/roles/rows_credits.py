@@ -135,6 +135,13 @@ ROWS: list[Row] = [
         setup=_case,
     ),
     Row(
+        "credits.compute",
+        "console",
+        "POST /manage/credits/compute/",
+        _post(lambda: "/manage/credits/compute/", lambda: {"period": PERIOD}),
+        setup=_case,
+    ),
+    Row(
         "credits.statement",
         "console",
         "GET /manage/credits/export.csv",

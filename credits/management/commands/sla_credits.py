@@ -126,8 +126,8 @@ class Command(BaseCommand):
         totals = [f"{plan.count} letter(s)"]
         if plan.days:
             totals.append(f"{plan.days.normalize():f} day(s) of service")
-        if plan.percent:
-            totals.append(f"{plan.percent.normalize():f} percentage points of bills")
+        if plan.percent_letters:
+            totals.append(f"{plan.percent_letters} percent-of-bill credit(s)")
         totals += [f"{m.currency} {m.amount}" for m in plan.money]
         self.stdout.write(f"{period}: {', '.join(totals)} to {plan.recipient_count} address(es):")
         for name, addresses in plan.recipients[:20]:
