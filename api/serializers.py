@@ -137,7 +137,7 @@ class UpdateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = IncidentUpdate
-        fields = ["id", "status", "body", "body_html", "display_at", "created_at"]
+        fields = ["id", "status", "body", "body_html", "display_at", "created_at", "edited_at"]
         read_only_fields = fields
 
 
@@ -409,6 +409,12 @@ class UpdateCreateSerializer(StrictSerializer):
             "status resolves the incident, which sets everything operational."
         ),
     )
+
+
+class UpdateEditSerializer(StrictSerializer):
+    """A correction of a published update's text; its status and times stay."""
+
+    body = text(required_text=True)
 
 
 class ResolveSerializer(StrictSerializer):

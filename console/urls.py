@@ -9,6 +9,11 @@ urlpatterns = [
     path("declare/", views.declare, name="declare"),
     path("incidents/<str:public_id>/", views.incident, name="incident"),
     path("incidents/<str:public_id>/update/", update_views.update, name="update"),
+    path(
+        "incidents/<str:public_id>/updates/<int:update_id>/edit/",
+        update_views.update_edit,
+        name="update_edit",
+    ),
     path("incidents/<str:public_id>/publish/", views.publish_draft, name="publish"),
     path("incidents/<str:public_id>/report/", views.report, name="report"),
     path("templates/", views.templates, name="templates"),

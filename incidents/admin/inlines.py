@@ -9,6 +9,10 @@ from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from core.admin import (
@@ -51,14 +55,18 @@ class ImpactWindowInline(PlainRelatedInline):
 
 
 class IncidentUpdateInline(TabularInlineBase):
-    """The timeline, read only: new entries come from “Post update”, so they notify."""
+    """The timeline, read only: new entries come from “Post update”, so they notify; a
+    text is corrected in the console, which keeps its history (never edited raw here)."""
 
     model = IncidentUpdate
-    fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers"]
-    readonly_fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers"]
+    fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers", "correction"]
+    readonly_fields = fields
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IncidentUpdate]:
+        return super().get_queryset(request).select_related("incident", "author")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -69,6 +77,14 @@ class IncidentUpdateInline(TabularInlineBase):
     @admin.display(description="Update")
     def rendered_body(self, obj: IncidentUpdate) -> SafeString:
         return mark_safe(stored_html(obj.body_html))  # noqa: S308 - sanitised by nh3 in stored_html
+
+    @admin.display(description="Correction")
+    def correction(self, obj: IncidentUpdate) -> SafeString:
+        url = reverse("console:update_edit", args=[obj.incident.public_id, obj.pk])
+        if obj.edited_at is None:
+            return format_html('<a href="{}">Correct in the console</a>', url)
+        edited = date_format(timezone.localtime(obj.edited_at), "DATETIME_FORMAT")
+        return format_html('Edited {} · <a href="{}">Correct again or see the history</a>', edited, url)
 
 
 class IncidentReportInline(StackedInlineBase):
