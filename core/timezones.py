@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from functools import wraps
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -36,3 +37,10 @@ def in_display_zone(view: F) -> F:
             return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def format_local(value: datetime) -> str:
+    """A time as messages name it: in the display zone, with the zone's name
+    ("2026-10-08 01:10 CEST"), so a message never makes staff convert from UTC."""
+    local = value.astimezone(display_zone())
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"

@@ -241,6 +241,8 @@ def _gmail_2009(ctx: _Context) -> Incident:
         started_at=GMAIL_2009_START,
         # Monitoring paged the team within seconds of the first failures.
         detected_at=GMAIL_2009_START,
+        # History: the first entry was posted back then, not when the demo is loaded.
+        first_update_at=GMAIL_2009_START,
         summary=(
             "For 90 minutes most users could not reach Gmail in a web browser. Mail kept "
             "flowing and IMAP/POP clients kept working; no messages were lost."
@@ -381,6 +383,7 @@ def _gmail_2026(ctx: _Context) -> Incident:
         impact=Impact.MAJOR,
         started_at=GMAIL_2026_START,
         detected_at=pacific(2026, 1, 24, 5, 12),
+        first_update_at=pacific(2026, 1, 24, 5, 12),
         summary=(
             "Many incoming messages could not be checked for spam, showed a warning banner "
             "and missed their category labels; afterwards some mail arrived up to 10 minutes "
@@ -555,6 +558,7 @@ def _cloud_storage_2026(ctx: _Context) -> Incident:
         impact=Impact.MAJOR,
         started_at=GCS_START,
         detected_at=pacific(2026, 10, 8, 4, 50),
+        first_update_at=pacific(2026, 10, 8, 4, 50),
         summary=(
             "Uploads and writes to Cloud Storage were slow or failed in us-central1 on "
             "8 October, and again in zone us-central1-b on 9 October. Other regions and "
@@ -868,6 +872,7 @@ def _recent(ctx: _Context, *, spec: _Recent, today: date) -> Incident:
         impact=spec.impact,
         started_at=start,
         detected_at=start + timedelta(minutes=4),
+        first_update_at=start + timedelta(minutes=4),
         summary=spec.summary,
         body=spec.first_update,
         is_public=spec.is_public,

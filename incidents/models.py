@@ -342,7 +342,8 @@ class IncidentUpdate(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     notify_subscribers = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, help_text="Posting time.")
+    edited_at = models.DateTimeField(null=True, blank=True, help_text="Last correction of the text.")
 
     class Meta:
         ordering = ["-display_at", "-id"]
@@ -351,6 +352,43 @@ class IncidentUpdate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_status_display()} at {self.display_at:%Y-%m-%d %H:%M}"
+
+
+class IncidentUpdateRevision(models.Model):
+    """The text a published update had before a correction (docs/adr/0013-posted-and-shown-times.md)."""
+
+    update = models.ForeignKey(IncidentUpdate, on_delete=models.CASCADE, related_name="revisions")
+    body = models.TextField(help_text="The text before this correction (Markdown).")
+    body_html = _rendered("body")
+    edited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    edited_at = models.DateTimeField(help_text="When the text was replaced.")
+
+    class Meta:
+        ordering = ["edited_at", "id"]
+
+    def __str__(self) -> str:
+        return f"Revision of {self.update} at {self.edited_at:%Y-%m-%d %H:%M}"
+
+
+class IncidentNote(models.Model):
+    """A staff-only note, such as the reason for a level change posted without a public
+    update. Never shown publicly."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="notes")
+    body = models.TextField(help_text="Plain text.")
+    at = models.DateTimeField(help_text="The time the note is about (a level change's time).")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Note on {self.incident} at {self.at:%Y-%m-%d %H:%M}"
 
 
 class IncidentReport(models.Model):

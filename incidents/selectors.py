@@ -11,7 +11,18 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -25,8 +36,10 @@ from incidents.models import (
     ActionItem,
     ImpactWindow,
     Incident,
+    IncidentNote,
     IncidentReport,
     IncidentUpdate,
+    IncidentUpdateRevision,
     Location,
     Product,
 )
@@ -130,6 +143,27 @@ def incident_updates(*, incident: Incident) -> list[IncidentUpdate]:
     return list(incident.updates.order_by("-display_at", "-id"))
 
 
+# An entry shown more than this before it was posted was backdated by staff; closer than
+# that is the time it took to write and send (docs/adr/0013-posted-and-shown-times.md).
+BACKDATE_TOLERANCE = timedelta(seconds=60)
+
+
+def update_backdated(update: IncidentUpdate) -> bool:
+    """Whether staff showed this entry earlier than it was posted (staff screens then
+    show both times)."""
+    return update.display_at < update.created_at - BACKDATE_TOLERANCE
+
+
+def update_revisions(update: IncidentUpdate) -> list[IncidentUpdateRevision]:
+    """The earlier texts of a corrected update, oldest first (staff only)."""
+    return list(update.revisions.select_related("edited_by").order_by("edited_at", "id"))
+
+
+def incident_notes(incident: Incident) -> list[IncidentNote]:
+    """Staff-only notes (such as why levels changed without a public update), newest first."""
+    return list(incident.notes.select_related("author").order_by("-at", "-id"))
+
+
 # --- Status rollup ----------------------------------------------------------------------
 
 
@@ -180,6 +214,58 @@ def incidents_unresolved_public() -> QuerySet[Incident]:
     return incidents_public().filter(kind=Incident.Kind.INCIDENT, status__in=UNRESOLVED_STATUSES)
 
 
+# The incident impact a product level implies (the Statuspage pairing).
+LEVEL_IMPACT: dict[str, str] = {
+    OPERATIONAL: Incident.Impact.NONE,
+    Level.UNDER_MAINTENANCE: Incident.Impact.NONE,
+    Level.DEGRADED_PERFORMANCE: Incident.Impact.MINOR,
+    Level.PARTIAL_OUTAGE: Incident.Impact.MAJOR,
+    Level.MAJOR_OUTAGE: Incident.Impact.CRITICAL,
+}
+
+
+def _impact_now(*, recorded: str, has_windows: bool, worst_open: str | None) -> str:
+    if not has_windows:
+        return recorded
+    return LEVEL_IMPACT[worst_open or OPERATIONAL]
+
+
+def incident_impact_now(*, incident: Incident, windows: Iterable[ImpactWindow], now: datetime) -> str:
+    """What an open incident adds to the banner now. `Incident.impact` is the worst the
+    incident reached (what a resolved incident shows); while open, the banner follows
+    the current levels of its windows on public products, so lowering them shows the
+    recovery. An incident without windows on public products counts its recorded impact.
+    `windows` are the incident's windows on public products (prefetched by the caller)."""
+    window_list = list(windows)
+    open_levels = [
+        w.level for w in window_list if w.started_at <= now and (w.ended_at is None or w.ended_at > now)
+    ]
+    return _impact_now(
+        recorded=incident.impact,
+        has_windows=bool(window_list),
+        worst_open=worst_level(open_levels) if open_levels else None,
+    )
+
+
+def unresolved_impacts_public(*, now: datetime) -> list[str]:
+    """`incident_impact_now` of every unresolved public incident, in one query."""
+    public_windows = ImpactWindow.objects.filter(incident=OuterRef("pk"), product__is_public=True)
+    open_now = public_windows.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=now), started_at__lte=now)
+    severity = Case(
+        *(When(level=level, then=Value(rank)) for level, rank in LEVEL_SEVERITY.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    rows = incidents_unresolved_public().annotate(
+        has_windows=Exists(public_windows),
+        worst_open=Subquery(open_now.annotate(rank=severity).order_by("-rank").values("level")[:1]),
+    )
+    return [
+        _impact_now(recorded=impact, has_windows=has_windows, worst_open=worst_open)
+        for impact, has_windows, worst_open in rows.values_list("impact", "has_windows", "worst_open")
+    ]
+
+
 def maintenance_active_public() -> QuerySet[Incident]:
     return incidents_public().filter(kind=Incident.Kind.MAINTENANCE, status__in=ACTIVE_MAINTENANCE_STATUSES)
 
@@ -209,7 +295,7 @@ def status_summary(
         statuses = product_statuses(at=now, products=products)
     levels = {p.pk: statuses.get(p.pk, OPERATIONAL) for p in products}
     if unresolved_impacts is None:
-        unresolved_impacts = list(incidents_unresolved_public().values_list("impact", flat=True))
+        unresolved_impacts = unresolved_impacts_public(now=now)
     return StatusSummary(
         banner=page_status(statuses=levels.values(), unresolved_impacts=unresolved_impacts),
         products=tuple(products),

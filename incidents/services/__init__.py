@@ -25,6 +25,7 @@ from incidents.services.catalogue import (
     product_group_delete,
     product_group_edit,
 )
+from incidents.services.guards import DuplicateTitle
 from incidents.services.incidents import (
     INCIDENT_EDITABLE_FIELDS,
     incident_declare,
@@ -43,6 +44,7 @@ from incidents.services.reports import (
     report_save_with_action_items,
     report_set_status,
 )
+from incidents.services.updates import incident_levels_change, incident_update_edit
 from incidents.services.windows import (
     LEVEL_CHOICES,
     OPERATIONAL,
@@ -61,6 +63,7 @@ __all__ = [
     "OPERATIONAL",
     "ActionItemChange",
     "ActionItemRejected",
+    "DuplicateTitle",
     "LevelSpec",
     "WindowSpec",
     "action_item_create",
@@ -75,12 +78,14 @@ __all__ = [
     "incident_declare",
     "incident_delete",
     "incident_edit",
+    "incident_levels_change",
     "incident_open",
     "incident_post_update",
     "incident_post_update_once",
     "incident_post_update_with_levels",
     "incident_publish",
     "incident_resolve",
+    "incident_update_edit",
     "location_create",
     "location_delete",
     "location_edit",

@@ -11,6 +11,7 @@ from datetime import timedelta
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from core.timezones import format_local
 from incidents.models import DeclareGuard, Incident
 
 DUPLICATE_WINDOW = timedelta(minutes=10)
@@ -22,12 +23,30 @@ def title_key(title: str) -> str:
     return hashlib.sha256(normal.encode()).hexdigest()
 
 
-def check_not_declared_twice(*, title: str) -> DeclareGuard:
-    """Lock the title's guard row and refuse if the title was declared within the window.
+class DuplicateTitle(ValidationError):
+    """An incident with the same title was declared within the guard window. A person
+    may still mean a new one: declaring again with `confirm_duplicate_of` set to
+    `existing.public_id` files it."""
+
+    def __init__(self, existing: Incident) -> None:
+        super().__init__(
+            {
+                "title": f"“{existing.title}” was declared at {format_local(existing.created_at)} "
+                f"({existing.public_id}). Open it, or declare anyway if this is a different incident."
+            }
+        )
+        self.existing = existing
+
+
+def check_not_declared_twice(*, title: str, confirm_duplicate_of: str | None = None) -> DeclareGuard:
+    """Lock the title's guard row and warn if the title was declared within the window,
+    unless the person confirmed they mean a new incident besides that very one.
 
     Call it inside the declaring transaction. The row lock (or, for a first declare, the
     unique key of the row being inserted) holds a concurrent declare of the same title
-    until this transaction ends; it then reads the incident this one recorded.
+    until this transaction ends; it then reads the incident this one recorded. So a
+    double click on "declare anyway" files one incident: the second click confirms the
+    older incident, but the guard now names the one the first click filed.
     """
     guard, _ = DeclareGuard.objects.select_for_update().get_or_create(key=title_key(title))
     recent = guard.incident
@@ -35,11 +54,9 @@ def check_not_declared_twice(*, title: str) -> DeclareGuard:
         recent is not None
         and guard.declared_at is not None
         and guard.declared_at >= timezone.now() - DUPLICATE_WINDOW
+        and confirm_duplicate_of != recent.public_id
     ):
-        raise ValidationError(
-            "An incident with this title was declared a moment ago; it was not declared twice. "
-            f"Open it from the Now page ({recent.public_id})."
-        )
+        raise DuplicateTitle(recent)
     return guard
 
 

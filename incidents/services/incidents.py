@@ -12,7 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import roles
-from core.text import check_time, clean_single_line, clean_text
+from core.text import CLOCK_SKEW, check_time, clean_single_line, clean_text
+from core.timezones import format_local
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
 from incidents.services._common import (
@@ -24,7 +25,14 @@ from incidents.services._common import (
     validate_window,
 )
 from incidents.services.guards import check_not_declared_twice, check_update_not_repeated, record_declared
-from incidents.services.windows import LevelSpec, impact_levels_set
+from incidents.services.windows import (
+    OPERATIONAL,
+    LevelSpec,
+    impact_for_levels,
+    impact_levels_set,
+    impact_raise,
+    impact_worst,
+)
 
 Status = Incident.Status
 
@@ -96,6 +104,33 @@ def _opening_start(
     return started_at
 
 
+def _first_entry_time(first_update_at: datetime | None, *, started_at: datetime) -> datetime:
+    """The shown time of the opening entry: now (when it is posted) unless staff show it
+    earlier, never before the impact began (docs/adr/0013-posted-and-shown-times.md)."""
+    if first_update_at is None:
+        return timezone.now()
+    check_time(first_update_at, field="first_update_at", future=CLOCK_SKEW)
+    if first_update_at < started_at:
+        raise ValidationError(
+            {
+                "first_update_at": "The first update cannot be shown before the impact began "
+                f"({format_local(started_at)})."
+            }
+        )
+    return first_update_at
+
+
+def check_shown_after_start(
+    incident: Incident, display_at: datetime | None, *, field: str = "display_at"
+) -> None:
+    """An incident's entry is never shown before its impact began. A maintenance may be
+    announced and updated before its window starts."""
+    if display_at is not None and not incident.is_maintenance and display_at < incident.started_at:
+        raise ValidationError(
+            {field: f"This time is before the impact began ({format_local(incident.started_at)})."}
+        )
+
+
 def _checked_windows(windows: Sequence[WindowSpec], *, kind: str) -> list[tuple[WindowSpec, tuple[str, str]]]:
     """Each window with its description rendered, once all of them are known to be valid."""
     checked = []
@@ -148,8 +183,10 @@ def incident_open(
     recurrence_of: Incident | None = None,
     internal_notes: str = "",
     notify: bool = True,
+    first_update_at: datetime | None = None,
 ) -> Incident:
-    """File an incident (or schedule a maintenance) with its first timeline entry.
+    """File an incident (or schedule a maintenance) with its first timeline entry, shown
+    at the time it is posted unless `first_update_at` shows it earlier.
 
     No double-submit guard: the staff interfaces call `incident_declare`; this is also
     the write of alert-fed drafts and of the demo data.
@@ -168,6 +205,7 @@ def incident_open(
     body = clean_text(body, field="body")
     internal_notes = clean_text(internal_notes, field="internal_notes")
     checked_windows = _checked_windows(windows, kind=kind)
+    first_shown_at = _first_entry_time(first_update_at, started_at=started_at)
 
     incident = Incident.objects.create(
         title=title,
@@ -191,7 +229,7 @@ def incident_open(
         incident=incident,
         status=status,
         body=body or summary or title,
-        display_at=started_at if incident.is_maintenance else (detected_at or started_at),
+        display_at=first_shown_at,
         author=created_by,
         notify=notify,
     )
@@ -199,13 +237,14 @@ def incident_open(
 
 
 @transaction.atomic
-def incident_declare(*, title: str, **fields: Any) -> Incident:
+def incident_declare(*, title: str, confirm_duplicate_of: str | None = None, **fields: Any) -> Incident:
     """A person files an incident or a maintenance (console, admin): `incident_open`
-    behind the double-submit guard, so one title sent twice within minutes, even at the
-    same instant, files one incident and refuses the other. The API calls `incident_open`
+    behind the duplicate guard. A title declared within minutes raises `DuplicateTitle`
+    naming that incident, unless `confirm_duplicate_of` is its public id; even at the
+    same instant, one of two identical submits is warned. The API calls `incident_open`
     itself: its retries are made safe by their Idempotency-Key."""
     roles.check(fields.get("created_by"), "incident.declare")
-    guard = check_not_declared_twice(title=title)
+    guard = check_not_declared_twice(title=title, confirm_duplicate_of=confirm_duplicate_of)
     incident = incident_open(title=title, **fields)
     record_declared(guard=guard, incident=incident)
     return incident
@@ -235,12 +274,13 @@ def incident_post_update(
         raise ValidationError({"status": f"{status!r} is not a status for this {incident.kind}."})
     if status == Status.POSTMORTEM:
         raise ValidationError({"status": "Publish the incident report to move to postmortem."})
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    check_shown_after_start(incident, display_at)
     if status in (Status.RESOLVED, Status.COMPLETED):
         return incident_resolve(
             incident=incident, body=body, author=author, resolved_at=display_at, notify=notify
         )
 
-    incident = Incident.objects.select_for_update().get(pk=incident.pk)
     display_at = display_at or timezone.now()
     fields = ["status", "updated_at"]
     if incident.is_closed:
@@ -283,7 +323,9 @@ def incident_resolve(
     check_time(resolved_at, field="resolved_at", future=horizon_for(incident.kind))
     resolved_at = resolved_at or timezone.now()
     if resolved_at < incident.started_at:
-        raise ValidationError({"resolved_at": "The resolution cannot precede the start."})
+        raise ValidationError(
+            {"resolved_at": f"The resolution cannot precede the start ({format_local(incident.started_at)})."}
+        )
     for window in incident.windows.filter(ended_at__isnull=True):
         window.ended_at = max(resolved_at, window.started_at)
         window.save(update_fields=["ended_at"])
@@ -373,6 +415,22 @@ def _check_edited_times(incident: Incident, changes: dict[str, Any]) -> None:
             raise ValidationError({"scheduled_until": "The end must not be before the start."})
 
 
+def _move_windows_started_at(incident: Incident, *, old_start: datetime) -> None:
+    """Correcting the start of impact moves the windows that began with it, so the
+    impact history, uptime and credits follow; one that would end before it starts is
+    refused, naming its end."""
+    moving = list(incident.windows.select_for_update(of=("self",)).filter(started_at=old_start))
+    for window in moving:
+        if window.ended_at is not None and window.ended_at < incident.started_at:
+            raise ValidationError(
+                {
+                    "started_at": f"The impact on {window.product} ended at {format_local(window.ended_at)}, "
+                    "before this start; correct that window first."
+                }
+            )
+    ImpactWindow.objects.filter(pk__in=[w.pk for w in moving]).update(started_at=incident.started_at)
+
+
 @transaction.atomic
 def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | None = None) -> Incident:
     """Edit the descriptive fields and times of an incident (not its kind or status)."""
@@ -382,10 +440,13 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     was_public = incident.is_public
+    old_start = incident.started_at
     changes, extra = _cleaned_changes(incident, changes)
     for name, value in changes.items():
         setattr(incident, name, value)
     _check_edited_times(incident, changes)
+    if incident.started_at != old_start:
+        _move_windows_started_at(incident, old_start=old_start)
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
         public_changed(incident, was_public=was_public)
@@ -418,17 +479,26 @@ def incident_post_update_with_levels(
     """Post a timeline update that also says each product's level from its time on.
 
     The levels move the windows (`impact_levels_set`) at the update's time, in the same
-    transaction as the update, so no reader sees the words without the levels. Resolving
-    sets everything operational: `incident_resolve` closes every open window, so levels
-    given with a closing status are not applied. `impact`, when given, becomes the
-    incident's impact (the banner follows it while the incident is open).
+    transaction as the update, so no reader sees the words without the levels. The
+    levels and `impact` raise the incident's recorded impact (its worst), never lower it;
+    the public banner follows the current levels. Resolving ends every impact, so a
+    closing status refuses levels other than operational, and `impact`, when given with
+    it, becomes the incident's final recorded impact.
     """
     # Checked here, not only in incident_post_update: the levels move first.
     roles.check(author, "incident.update")
-    display_at = display_at or timezone.now()
     if impact is not None and impact not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {impact!r}."})
     closing = status in (Status.RESOLVED, Status.COMPLETED)
+    if closing and any(spec.level != OPERATIONAL for spec in levels):
+        raise ValidationError(
+            {
+                "levels": "Resolving ends every impact; set every product operational or post a "
+                "monitoring update."
+            }
+        )
+    check_shown_after_start(incident, display_at)
+    display_at = display_at or timezone.now()
     if levels and not closing:
         impact_levels_set(incident=incident, levels=levels, at=display_at)
     update = incident_post_update(
@@ -439,11 +509,15 @@ def incident_post_update_with_levels(
         display_at=display_at,
         notify=notify,
     )
-    if impact is not None and not closing:
-        Incident.objects.filter(pk=incident.pk).exclude(impact=impact).update(
-            impact=impact, updated_at=timezone.now()
-        )
-        public_changed(incident)
+    if closing:
+        if impact is not None:
+            Incident.objects.filter(pk=incident.pk).exclude(impact=impact).update(
+                impact=impact, updated_at=timezone.now()
+            )
+            public_changed(incident)
+    elif levels or impact is not None:
+        implied = impact_for_levels(spec.level for spec in levels)
+        impact_raise(incident=incident, impact=impact_worst([implied, impact or implied]))
     return update
 
 

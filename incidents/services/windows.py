@@ -13,8 +13,17 @@ from django.utils import timezone
 
 from core import roles
 from core.text import check_time
+from core.timezones import format_local
 from incidents.models import ImpactWindow, Incident, Location, Product
-from incidents.services._common import horizon_for, markdown_field, require_aware, touch, validate_window
+from incidents.selectors import LEVEL_IMPACT
+from incidents.services._common import (
+    horizon_for,
+    markdown_field,
+    public_changed,
+    require_aware,
+    touch,
+    validate_window,
+)
 
 
 @transaction.atomic
@@ -126,14 +135,6 @@ def impact_window_delete(*, window: ImpactWindow, actor: User | None = None) -> 
 OPERATIONAL = "operational"
 LEVEL_CHOICES = (OPERATIONAL, *ImpactWindow.Level.values)
 
-# The incident impact a product level implies (the Statuspage pairing).
-_LEVEL_IMPACT = {
-    OPERATIONAL: Incident.Impact.NONE,
-    ImpactWindow.Level.UNDER_MAINTENANCE: Incident.Impact.NONE,
-    ImpactWindow.Level.DEGRADED_PERFORMANCE: Incident.Impact.MINOR,
-    ImpactWindow.Level.PARTIAL_OUTAGE: Incident.Impact.MAJOR,
-    ImpactWindow.Level.MAJOR_OUTAGE: Incident.Impact.CRITICAL,
-}
 _IMPACT_ORDER = [
     Incident.Impact.NONE,
     Incident.Impact.MINOR,
@@ -144,8 +145,27 @@ _IMPACT_ORDER = [
 
 def impact_for_levels(levels: Iterable[str]) -> str:
     """The incident impact that the worst of these product levels implies."""
-    impacts = [_LEVEL_IMPACT[level] for level in levels if level in _LEVEL_IMPACT]
+    return impact_worst(LEVEL_IMPACT[level] for level in levels if level in LEVEL_IMPACT)
+
+
+def impact_worst(impacts: Iterable[str]) -> str:
     return max(impacts, key=_IMPACT_ORDER.index, default=Incident.Impact.NONE)
+
+
+def impact_raise(*, incident: Incident, impact: str) -> bool:
+    """Record `impact` if it is worse than the incident's recorded impact, which is the
+    worst it reached: updates and level changes raise it and never lower it (only
+    `incident_edit` corrects it). One conditional UPDATE, so two writers racing keep the
+    worse of the two. Returns whether it changed."""
+    if impact not in Incident.Impact.values:
+        raise ValidationError({"impact": f"Unknown impact {impact!r}."})
+    milder = _IMPACT_ORDER[: _IMPACT_ORDER.index(Incident.Impact(impact))]
+    raised = Incident.objects.filter(pk=incident.pk, impact__in=milder).update(
+        impact=impact, updated_at=timezone.now()
+    )
+    if raised:
+        public_changed(incident)
+    return bool(raised)
 
 
 @dataclass(frozen=True)
@@ -162,14 +182,17 @@ def _target(window: ImpactWindow) -> tuple[int, int | None]:
 
 
 @transaction.atomic
-def impact_levels_set(*, incident: Incident, levels: Sequence[LevelSpec], at: datetime) -> int:
+def impact_levels_set(
+    *, incident: Incident, levels: Sequence[LevelSpec], at: datetime, field: str = "display_at"
+) -> int:
     """Set each product's (and location's) level as of `at`; returns how many changed.
 
     A product whose level is unchanged keeps its window; a changed level closes the open
     window at `at` and opens one there (none for `operational`). Closing at a time before
-    the open window began would make a negative window, so it is refused, naming the time.
+    the open window began would make a negative window, so it is refused, naming the time
+    (errors are on `field`, the caller's name for `at`).
     """
-    require_aware(at, field="display_at", past=True)
+    require_aware(at, field=field, past=True)
     seen: set[tuple[int, int | None]] = set()
     for spec in levels:
         if spec.level not in LEVEL_CHOICES:
@@ -200,8 +223,8 @@ def impact_levels_set(*, incident: Incident, levels: Sequence[LevelSpec], at: da
             if at < window.started_at:
                 raise ValidationError(
                     {
-                        "display_at": f"{spec.product} has been {window.get_level_display().lower()} "
-                        f"since {window.started_at:%Y-%m-%d %H:%M} UTC; a change must come after that."
+                        field: f"{spec.product} has been {window.get_level_display().lower()} "
+                        f"since {format_local(window.started_at)}; a change must come after that."
                     }
                 )
             window.ended_at = at
