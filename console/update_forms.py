@@ -190,14 +190,6 @@ class UpdateForm(forms.Form):
                 "body",
                 "An internal level change posts no public message: empty it, or choose a public update.",
             )
-        if self.errors:
-            return
-        moved = any(cleaned.get(f.name) != t.level for t, f in self.targets)
-        added = any(cleaned.get(row.product.name) for row in self.added_rows)
-        if not (moved or added or (cleaned.get("note") or "").strip()):
-            raise forms.ValidationError(
-                "Nothing to record: change a level or add a product (or write a staff note)."
-            )
 
 
 class UpdateEditForm(forms.Form):

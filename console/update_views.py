@@ -160,7 +160,7 @@ def update_edit(request: HttpRequest, public_id: str, update_id: int) -> HttpRes
             "form": form,
             "incident": incident,
             "entry": entry,
-            "revisions": update_revisions(entry),
+            "revisions": update_revisions(entry)[::-1],  # newest first
             "preview": preview,
         },
     )

@@ -60,7 +60,7 @@ class IncidentUpdateInline(TabularInlineBase):
 
     model = IncidentUpdate
     fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers", "correction"]
-    readonly_fields = fields
+    readonly_fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers", "correction"]
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"

@@ -36,7 +36,9 @@ def world(db: None) -> dict[str, Any]:
         impact=Incident.Impact.MAJOR,
         started_at=utc(2026, 11, 30, 18, 0),
         body="Investigating.",
-        windows=[services.WindowSpec(product=storage, level=Level.PARTIAL_OUTAGE, started_at=utc(2026, 11, 30, 18))],
+        windows=[
+            services.WindowSpec(product=storage, level=Level.PARTIAL_OUTAGE, started_at=utc(2026, 11, 30, 18))
+        ],
     )
     return {
         "incident": incident,
@@ -56,6 +58,7 @@ def _internal(world: dict[str, Any], **extra: Any) -> dict[str, Any]:
         "display_at": "2026-11-30T10:40",  # US/Pacific: 18:40 UTC
         f"level_{world['storage'].pk}_0": Level.DEGRADED_PERFORMANCE,
         "impact": "",
+        "notify": "on",  # ignored by an internal change: nobody is notified
         "_post": "1",
         **extra,
     }
@@ -79,7 +82,12 @@ def test_it_moves_levels_without_a_public_post_or_a_notification(
     response = post(
         staff_client,
         world["url"],
-        _internal(world, add_product_1=world["compute"].pk, add_location_1=world["central"].pk, add_level_1=Level.DEGRADED_PERFORMANCE),
+        _internal(
+            world,
+            add_product_1=world["compute"].pk,
+            add_location_1=world["central"].pk,
+            add_level_1=Level.DEGRADED_PERFORMANCE,
+        ),
     )
     assert response.status_code == 302, response.content.decode()
     at = utc(2026, 11, 30, 18, 40)
@@ -134,16 +142,20 @@ def test_it_refuses_what_an_internal_change_cannot_do(
     assert not IncidentNote.objects.exists()
 
 
-def test_it_refuses_an_internal_change_that_records_nothing(staff_client: Client, world: dict[str, Any]) -> None:
+def test_it_refuses_an_internal_change_that_records_nothing(
+    staff_client: Client, world: dict[str, Any]
+) -> None:
     data = _internal(world, note="", **{f"level_{world['storage'].pk}_0": Level.PARTIAL_OUTAGE})
     response = post(staff_client, world["url"], data)
     assert response.status_code == 200
-    assert "Nothing to record" in response.content.decode()
+    assert "No level changed; choose a new level or write a note." in response.content.decode()
     assert world["incident"].windows.count() == 1 and not IncidentNote.objects.exists()
 
 
 def test_a_public_update_still_needs_its_message(staff_client: Client, world: dict[str, Any]) -> None:
     response = post(staff_client, world["url"], _internal(world, kind="public", note=""))
     assert response.status_code == 200
-    assert response.context["form"].errors["body"] == ["Write the public message, or choose an internal level change."]
+    assert response.context["form"].errors["body"] == [
+        "Write the public message, or choose an internal level change."
+    ]
     assert world["incident"].windows.count() == 1

@@ -34,7 +34,9 @@ def world(db: None) -> dict[str, Any]:
         started_at=utc(2026, 11, 30, 18, 0),
         body="Investigating.",
         windows=[
-            services.WindowSpec(product=storage, level=Level.DEGRADED_PERFORMANCE, started_at=utc(2026, 11, 30, 18))
+            services.WindowSpec(
+                product=storage, level=Level.DEGRADED_PERFORMANCE, started_at=utc(2026, 11, 30, 18)
+            )
         ],
     )
     return {
@@ -116,7 +118,9 @@ def test_it_adds_several_products_each_with_its_own_location_and_level(
     ]
 
 
-def test_it_puts_each_error_on_its_row_and_changes_nothing(staff_client: Client, world: dict[str, Any]) -> None:
+def test_it_puts_each_error_on_its_row_and_changes_nothing(
+    staff_client: Client, world: dict[str, Any]
+) -> None:
     incident: Incident = world["incident"]
     response = post(
         staff_client,

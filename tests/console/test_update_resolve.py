@@ -58,7 +58,9 @@ def _resolve(world: dict[str, Any], **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_the_resolve_form_says_what_the_impact_and_levels_mean(staff_client: Client, world: dict[str, Any]) -> None:
+def test_the_resolve_form_says_what_the_impact_and_levels_mean(
+    staff_client: Client, world: dict[str, Any]
+) -> None:
     form = staff_client.get(world["url"]).context["form"]
     help_text = form.fields["impact"].help_text
     assert "Recorded as the incident's final impact" in help_text
@@ -94,7 +96,9 @@ def test_the_chosen_impact_is_the_final_recorded_impact(staff_client: Client, wo
     assert incident.impact == Incident.Impact.MAJOR
 
 
-def test_resolving_without_a_choice_keeps_the_worst_impact(staff_client: Client, world: dict[str, Any]) -> None:
+def test_resolving_without_a_choice_keeps_the_worst_impact(
+    staff_client: Client, world: dict[str, Any]
+) -> None:
     """All levels operational must not read as "no impact": the worst reached stays."""
     incident: Incident = world["incident"]
     assert post(staff_client, world["url"], _resolve(world)).status_code == 302
