@@ -11,6 +11,7 @@ from django import forms
 from console.forms import (
     IMPACT_CHOICES,
     LEVELS,
+    OPERATIONAL,
     Status,
     _markdown_area,
     level_field_name,
@@ -146,6 +147,14 @@ class UpdateForm(forms.Form):
                     (product, self.cleaned_data.get(row.location.name), self.cleaned_data[row.level.name])
                 )
         return chosen
+
+    def mark_open_levels(self) -> None:
+        """After a refused resolve, point at each level that is not operational."""
+        fields = [f.name for _, f in self.targets]
+        fields += [row.level.name for row in self.added_rows if self.cleaned_data.get(row.product.name)]
+        for name in fields:
+            if self.cleaned_data.get(name, OPERATIONAL) != OPERATIONAL:
+                self.add_error(name, "Set this operational to resolve.")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -119,6 +119,8 @@ def _save(request: HttpRequest, incident: Incident, form: UpdateForm) -> str | N
         )
     except ValidationError as exc:
         _put_errors(form, exc)
+        if form.closing and "levels" in getattr(exc, "error_dict", {}):
+            form.mark_open_levels()
         return None
     return f"Posted the update ({posted.get_status_display()})."
 

@@ -98,4 +98,7 @@ def test_if_match_takes_the_updates_etag_and_refuses_a_stale_one(staff_api: Clie
     assert following.status_code == 200
     update.refresh_from_db()
     assert update.body == "Second correction."
-    assert list(update.revisions.values_list("body", flat=True)) == ["A fix is rolling out.", "First correction."]
+    assert list(update.revisions.values_list("body", flat=True)) == [
+        "A fix is rolling out.",
+        "First correction.",
+    ]

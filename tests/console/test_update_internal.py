@@ -109,7 +109,7 @@ def test_it_moves_levels_without_a_public_post_or_a_notification(
     assert incident.impact == Incident.Impact.MAJOR  # the worst it reached stays
 
     console = staff_client.get(f"/manage/incidents/{incident.public_id}/").content.decode()
-    assert "Internal level changes and notes" in console
+    assert "Staff notes" in console
     assert "Failover to us-east1 &lt;b&gt;done&lt;/b&gt;; customers see nothing new." in console  # plain text
     public = Client().get(f"/incidents/{incident.public_id}/").content.decode()
     assert "Failover" not in public

@@ -81,6 +81,9 @@ def test_a_level_left_non_operational_is_a_clear_error_and_changes_nothing(
     assert len(errors) == 1 and errors[0].startswith("Resolving ends every impact"), errors
     assert not errors[0].startswith("levels:")
     assert "Resolving ends every impact" in response.content.decode()
+    form = response.context["form"]
+    assert form.errors[f"level_{world['drive'].pk}_0"] == ["Set this operational to resolve."]
+    assert f"level_{world['gmail'].pk}_0" not in form.errors
     incident.refresh_from_db()
     assert incident.status == "investigating" and incident.resolved_at is None
     assert incident.windows.filter(ended_at__isnull=True).count() == 2
