@@ -398,6 +398,7 @@ class IncidentViewSet(_EditableIncidentViewSet):
             started_at=data["started_at"] or earliest,
             detected_at=data["detected_at"],
             recurrence_of=data["recurrence_of"],
+            first_update_at=data["first_update_at"],
         )
 
     @extend_schema(

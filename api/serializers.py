@@ -349,6 +349,13 @@ class IncidentCreateSerializer(StrictSerializer):
     detected_at = serializers.DateTimeField(
         required=False, allow_null=True, default=None, help_text=f"Not before `started_at`. {PAST_TIME}"
     )
+    first_update_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="The shown time of the first timeline entry. Default: now, when it is posted; an "
+        f"earlier time backdates it (not before `started_at`). {PAST_TIME}",
+    )
     recurrence_of = serializers.SlugRelatedField(
         slug_field="public_id", queryset=Incident.objects.all(), required=False, allow_null=True, default=None
     )
@@ -405,8 +412,8 @@ class UpdateCreateSerializer(StrictSerializer):
         default=list,
         help_text=(
             "Each affected product's level from this update on, as the console sets it: the "
-            "impact windows (and so the bars, uptime and SLA credits) follow. Ignored when the "
-            "status resolves the incident, which sets everything operational."
+            "impact windows (and so the bars, uptime and SLA credits) follow. A status that "
+            "resolves the incident ends every impact: levels other than `operational` are refused."
         ),
     )
 

@@ -120,10 +120,11 @@ def _measures_sql(in_scope: str) -> str:
     SELECT i.id, i.public_id, i.title, i.kind = %s AS maint, i.is_public, i.resolved_at IS NULL AS open,
            width_bucket(i.started_at, %s::timestamptz[]) AS period,
            i.started_at, i.created_at, i.detected_at, i.resolved_at,
-           u.first_at, u.last_at, u.n, w.sev
+           u.first_at, u.last_at, u.n, u.first_posted_at, w.sev
     FROM {_INCIDENTS} i
     CROSS JOIN LATERAL (
-        SELECT min(display_at) AS first_at, max(display_at) AS last_at, count(*) AS n
+        SELECT min(display_at) AS first_at, max(display_at) AS last_at, count(*) AS n,
+               min(created_at) AS first_posted_at
         FROM {_UPDATES} WHERE incident_id = i.id
     ) u
     CROSS JOIN LATERAL (
@@ -149,8 +150,8 @@ m AS (
     SELECT 0 AS k, period, id, GREATEST(detected_at - started_at, INTERVAL '0') AS v
     FROM inc WHERE NOT maint AND detected_at IS NOT NULL
     UNION ALL
-    SELECT 1, period, id, GREATEST(first_at - COALESCE(detected_at, created_at), INTERVAL '0')
-    FROM inc WHERE NOT maint AND is_public AND first_at IS NOT NULL
+    SELECT 1, period, id, GREATEST(first_posted_at - COALESCE(detected_at, created_at), INTERVAL '0')
+    FROM inc WHERE NOT maint AND is_public AND first_posted_at IS NOT NULL
     UNION ALL
     SELECT 2, period, id, GREATEST(resolved_at - started_at, INTERVAL '0')
     FROM inc WHERE NOT maint AND resolved_at IS NOT NULL

@@ -28,6 +28,23 @@ def _window_filter(scope: Scope) -> Q:
     return Q() if scope.is_all else Q(product__in=[p.pk for p in scope.products])
 
 
+_FACT_COLUMNS = (
+    "id",
+    "public_id",
+    "title",
+    "kind",
+    "is_public",
+    "started_at",
+    "created_at",
+    "detected_at",
+    "resolved_at",
+    "first_update",
+    "last_update",
+    "update_count",
+    "first_posted",
+)
+
+
 def incident_facts(
     *,
     scope: Scope,
@@ -53,22 +70,10 @@ def incident_facts(
         queryset.annotate(
             first_update=Min("updates__display_at"),
             last_update=Max("updates__display_at"),
+            first_posted=Min("updates__created_at"),
             update_count=Count("updates"),
         )
-        .values_list(
-            "id",
-            "public_id",
-            "title",
-            "kind",
-            "is_public",
-            "started_at",
-            "created_at",
-            "detected_at",
-            "resolved_at",
-            "first_update",
-            "last_update",
-            "update_count",
-        )
+        .values_list(*_FACT_COLUMNS)
         .order_by("-started_at", "-id")
     )
     if newest is not None:
@@ -88,9 +93,24 @@ def incident_facts(
             first_update_at=first,
             last_update_at=last,
             update_count=count,
+            first_posted_at=posted,
             spans=tuple(spans.get(pk, ())),
         )
-        for pk, public_id, title, kind, is_public, started, created, detected, resolved, first, last, count in rows
+        for (
+            pk,
+            public_id,
+            title,
+            kind,
+            is_public,
+            started,
+            created,
+            detected,
+            resolved,
+            first,
+            last,
+            count,
+            posted,
+        ) in rows
     ]
 
 

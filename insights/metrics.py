@@ -205,8 +205,11 @@ class IncidentFacts:
     declared_at: datetime
     detected_at: datetime | None = None
     resolved_at: datetime | None = None
-    first_update_at: datetime | None = None
+    first_update_at: datetime | None = None  # shown times (display_at): the cadence
     last_update_at: datetime | None = None
+    # When the public first saw an entry: the earliest posting time (created_at), which
+    # a backdated shown time does not move (docs/insights.md).
+    first_posted_at: datetime | None = None
     update_count: int = 0
     spans: tuple[uptime.Span, ...] = ()  # its impact windows in scope
 
@@ -270,9 +273,9 @@ def incident_row(facts: IncidentFacts, *, now: datetime, weights: uptime.Weights
     if response and facts.detected_at is not None:
         detect = _non_negative(facts.detected_at - facts.started_at)
     first_update = None
-    if response and facts.is_public and facts.first_update_at is not None:
+    if response and facts.is_public and facts.first_posted_at is not None:
         reference = facts.detected_at or facts.declared_at
-        first_update = _non_negative(facts.first_update_at - reference)
+        first_update = _non_negative(facts.first_posted_at - reference)
     resolve = None
     if response and facts.resolved_at is not None:
         resolve = _non_negative(facts.resolved_at - facts.started_at)

@@ -38,6 +38,7 @@ from incidents.selectors import (
     action_items_public,
     incident_durations,
     incident_get_for_user,
+    incident_impact_now,
     incident_updates,
     incident_windows_public,
     incidents_public,
@@ -340,7 +341,10 @@ def status_page(*, now: datetime) -> StatusPage:
         now=now,
         products=products,
         statuses={row.product.pk: row.status for row in rows},
-        unresolved_impacts=[o.incident.impact for o in incidents],
+        unresolved_impacts=[
+            incident_impact_now(incident=o.incident, windows=o.incident.windows.all(), now=now)
+            for o in incidents
+        ],
     ).banner
     return StatusPage(
         now=now,

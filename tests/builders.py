@@ -52,6 +52,9 @@ def make_incident(
                 product=product, level=level, started_at=start, ended_at=end, location=location
             )
         )
+    if kw.get("kind", Incident.Kind.INCIDENT) == Incident.Kind.INCIDENT:
+        # History built for a test: the first entry was posted when the impact began.
+        kw.setdefault("first_update_at", start)
     incident = services.incident_open(title=title, impact=impact, started_at=start, windows=windows, **kw)
     if end is not None:
         services.incident_resolve(incident=incident, resolved_at=end, body="Resolved.")

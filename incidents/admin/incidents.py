@@ -17,6 +17,8 @@ from django.forms import ModelForm
 from django.forms.formsets import BaseFormSet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from core.admin import (
     ServiceModelAdmin,
@@ -24,6 +26,7 @@ from core.admin import (
     call_service,
     record_formset,
 )
+from core.timezones import format_local
 from incidents import services
 from incidents.admin.action_items import save_action_item_form
 from incidents.admin.forms import (
@@ -45,7 +48,7 @@ from incidents.models import (
     Incident,
     IncidentReport,
 )
-from incidents.selectors import incident_durations
+from incidents.selectors import incident_durations, incident_notes
 
 # --- Incidents -----------------------------------------------------------------------------
 
@@ -108,7 +111,10 @@ class IncidentAdmin(ServiceModelAdmin):
             },
         ),
         ("What the public reads", {"fields": ["summary"]}),
-        ("Staff only", {"fields": ["recurrence_of", "internal_notes", "created_by", "created_at"]}),
+        (
+            "Staff only",
+            {"fields": ["recurrence_of", "internal_notes", "staff_notes", "created_by", "created_at"]},
+        ),
     ]
 
     # --- Pages ---------------------------------------------------------------------------
@@ -119,7 +125,7 @@ class IncidentAdmin(ServiceModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return []
-        return ["public_id", "kind", "status", "resolved_at", "created_by", "created_at"]
+        return ["public_id", "kind", "status", "resolved_at", "staff_notes", "created_by", "created_at"]
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
@@ -170,6 +176,17 @@ class IncidentAdmin(ServiceModelAdmin):
         for window in obj.windows.all():
             names.setdefault(window.product_id, window.product.name)
         return ", ".join(names.values()) or "—"
+
+    @admin.display(description="Notes (level changes without a public update)")
+    def staff_notes(self, obj: Incident) -> SafeString | str:
+        notes = incident_notes(obj)
+        if not notes:
+            return "none"
+        return format_html_join(
+            mark_safe("<br>"),
+            "{}: {} ({})",
+            ((format_local(n.at), n.body, n.author or "system") for n in notes),
+        )
 
     @admin.display(description="Report")
     def report_state(self, obj: Incident) -> str:

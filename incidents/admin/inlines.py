@@ -10,8 +10,6 @@ from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
@@ -19,6 +17,7 @@ from core.admin import (
     StackedInlineBase,
     TabularInlineBase,
 )
+from core.timezones import format_local
 from incidents.admin.forms import (
     ImpactWindowInlineForm,
     IncidentReportInlineForm,
@@ -31,6 +30,7 @@ from incidents.models import (
     IncidentReport,
     IncidentUpdate,
 )
+from incidents.selectors import update_backdated, update_revisions
 
 
 class PlainRelatedInline(TabularInlineBase):
@@ -59,8 +59,18 @@ class IncidentUpdateInline(TabularInlineBase):
     text is corrected in the console, which keeps its history (never edited raw here)."""
 
     model = IncidentUpdate
-    fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers", "correction"]
-    readonly_fields = ["display_at", "status", "rendered_body", "author", "notify_subscribers", "correction"]
+    _COLUMNS = [
+        "display_at",
+        "posted",
+        "status",
+        "rendered_body",
+        "edits",
+        "correction",
+        "author",
+        "notify_subscribers",
+    ]
+    fields = _COLUMNS
+    readonly_fields = _COLUMNS
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"
@@ -78,13 +88,25 @@ class IncidentUpdateInline(TabularInlineBase):
     def rendered_body(self, obj: IncidentUpdate) -> SafeString:
         return mark_safe(stored_html(obj.body_html))  # noqa: S308 - sanitised by nh3 in stored_html
 
-    @admin.display(description="Correction")
+    @admin.display(description="Posted")
+    def posted(self, obj: IncidentUpdate) -> str:
+        """The real posting time, named when the shown time was set earlier."""
+        if update_backdated(obj):
+            return f"{format_local(obj.created_at)} (shown earlier)"
+        return "as shown"
+
+    @admin.display(description="Corrections")
+    def edits(self, obj: IncidentUpdate) -> str:
+        revisions = update_revisions(obj)
+        if not revisions:
+            return "none"
+        return f"{len(revisions)}, last at {format_local(revisions[-1].edited_at)}"
+
+    @admin.display(description="Correct")
     def correction(self, obj: IncidentUpdate) -> SafeString:
+        # The console keeps the history and re-renders the Markdown; raw edits here would not.
         url = reverse("console:update_edit", args=[obj.incident.public_id, obj.pk])
-        if obj.edited_at is None:
-            return format_html('<a href="{}">Correct in the console</a>', url)
-        edited = date_format(timezone.localtime(obj.edited_at), "DATETIME_FORMAT")
-        return format_html('Edited {} · <a href="{}">Correct again or see the history</a>', edited, url)
+        return format_html('<a href="{}">Correct in the console</a>', url)
 
 
 class IncidentReportInline(StackedInlineBase):

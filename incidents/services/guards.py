@@ -31,8 +31,8 @@ class DuplicateTitle(ValidationError):
     def __init__(self, existing: Incident) -> None:
         super().__init__(
             {
-                "title": f"“{existing.title}” was declared at {format_local(existing.created_at)} "
-                f"({existing.public_id}). Open it, or declare anyway if this is a different incident."
+                "title": f"An incident with this title was declared at {format_local(existing.created_at)} "
+                f"({existing.public_id}); it was not declared twice."
             }
         )
         self.existing = existing

@@ -135,7 +135,7 @@ def impact_window_delete(*, window: ImpactWindow, actor: User | None = None) -> 
 OPERATIONAL = "operational"
 LEVEL_CHOICES = (OPERATIONAL, *ImpactWindow.Level.values)
 
-_IMPACT_ORDER = [
+_IMPACT_ORDER: list[str] = [
     Incident.Impact.NONE,
     Incident.Impact.MINOR,
     Incident.Impact.MAJOR,
@@ -159,7 +159,7 @@ def impact_raise(*, incident: Incident, impact: str) -> bool:
     worse of the two. Returns whether it changed."""
     if impact not in Incident.Impact.values:
         raise ValidationError({"impact": f"Unknown impact {impact!r}."})
-    milder = _IMPACT_ORDER[: _IMPACT_ORDER.index(Incident.Impact(impact))]
+    milder = _IMPACT_ORDER[: _IMPACT_ORDER.index(impact)]
     raised = Incident.objects.filter(pk=incident.pk, impact__in=milder).update(
         impact=impact, updated_at=timezone.now()
     )

@@ -129,11 +129,23 @@ def test_an_update_with_levels_is_one_transaction_and_resolving_closes_everythin
     )
     incident.refresh_from_db()
     assert (incident.status, incident.impact) == ("monitoring", "minor")
+    with pytest.raises(ValidationError) as refused:
+        # Resolving ends every impact: a level still out is a contradiction, not ignored.
+        services.incident_post_update_with_levels(
+            incident=incident,
+            status="resolved",
+            body="Fixed.",
+            levels=[services.LevelSpec(product=gmail, level=Level.MAJOR_OUTAGE)],
+            display_at=utc(2026, 11, 30, 19, 0),
+        )
+    assert "operational" in refused.value.message_dict["levels"][0]
+    incident.refresh_from_db()
+    assert incident.status == "monitoring"
     services.incident_post_update_with_levels(
         incident=incident,
         status="resolved",
         body="Fixed.",
-        levels=[services.LevelSpec(product=gmail, level=Level.MAJOR_OUTAGE)],  # ignored: resolving
+        levels=[services.LevelSpec(product=gmail, level="operational")],
         display_at=utc(2026, 11, 30, 19, 0),
     )
     assert _windows(incident) == [

@@ -93,6 +93,8 @@ def _console_update(client: Client, incident: Incident, **data: str) -> Any:
     url = f"/manage/incidents/{incident.public_id}/update/"
     form = client.get(url).context["form"]
     levels = {f.name: f.initial for _, f in form.targets}
+    if data.get("status") == "resolved":
+        levels = dict.fromkeys(levels, "operational")  # resolving ends every impact
     return _post(client, url, {"display_at": "", "impact": "", "add_level": "", **levels, **data})
 
 

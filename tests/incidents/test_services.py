@@ -6,10 +6,11 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from freezegun import freeze_time
 
 from core.text import clean_single_line
 from edge import version as cache
-from incidents import services
+from incidents import selectors, services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
 from tests.builders import make_incident, make_location, make_product, utc
 
@@ -68,6 +69,7 @@ def test_it_strips_and_limits_single_lines() -> None:
 # --- incident_open -------------------------------------------------------------------------
 
 
+@freeze_time(T0 + timedelta(minutes=70))
 def test_it_opens_an_incident_with_windows_and_a_first_update(django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
     gcs = make_product("Cloud Storage")
     region = make_location("us-central1")
@@ -96,7 +98,9 @@ def test_it_opens_an_incident_with_windows_and_a_first_update(django_capture_on_
     (update,) = incident.updates.all()
     assert update.status == Status.INVESTIGATING
     assert update.body == "We are investigating write errors."
-    assert update.display_at == T0 + timedelta(minutes=50)  # shown at detection
+    # Shown when it was posted, not when the impact began or was detected.
+    assert update.display_at == update.created_at == T0 + timedelta(minutes=70)
+    assert not selectors.update_backdated(update)
     assert len(callbacks) == 1
     assert cache.public_state_version() != version
 
@@ -140,6 +144,7 @@ def test_it_refuses_a_bad_window_and_saves_nothing(spec_kwargs: dict, field: str
     assert ImpactWindow.objects.count() == 0
 
 
+@freeze_time(T0 + timedelta(days=1))
 def test_it_schedules_a_maintenance() -> None:
     bq = make_product("BigQuery")
     start, end = utc(2026, 12, 3, 6), utc(2026, 12, 3, 8)
@@ -155,7 +160,8 @@ def test_it_schedules_a_maintenance() -> None:
 
     assert incident.status == Status.SCHEDULED
     assert incident.started_at == start
-    assert incident.updates.get().display_at == start
+    # The announcement is shown when it was posted, not at the planned start.
+    assert incident.updates.get().display_at == T0 + timedelta(days=1)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +182,7 @@ def test_it_refuses_a_maintenance_without_a_proper_schedule(schedule: dict) -> N
 
 
 def test_it_records_status_changes_in_the_timeline() -> None:
-    incident = open_incident()
+    incident = open_incident(first_update_at=T0 + timedelta(minutes=5))
 
     services.incident_post_update(
         incident=incident, status=Status.IDENTIFIED, body="Found it.", display_at=T0 + timedelta(hours=1)
