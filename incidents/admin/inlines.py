@@ -59,7 +59,7 @@ class IncidentUpdateInline(TabularInlineBase):
     text is corrected in the console, which keeps its history (never edited raw here)."""
 
     model = IncidentUpdate
-    _COLUMNS = [
+    fields = [
         "display_at",
         "posted",
         "status",
@@ -69,8 +69,16 @@ class IncidentUpdateInline(TabularInlineBase):
         "author",
         "notify_subscribers",
     ]
-    fields = _COLUMNS
-    readonly_fields = _COLUMNS
+    readonly_fields = [
+        "display_at",
+        "posted",
+        "status",
+        "rendered_body",
+        "edits",
+        "correction",
+        "author",
+        "notify_subscribers",
+    ]
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"
