@@ -159,3 +159,18 @@ def test_a_public_update_still_needs_its_message(staff_client: Client, world: di
         "Write the public message, or choose an internal level change."
     ]
     assert world["incident"].windows.count() == 1
+
+
+@pytest.mark.parametrize("kind", ["public", "internal"])
+def test_a_time_before_the_start_is_refused_in_the_display_zone(
+    staff_client: Client, world: dict[str, Any], kind: str
+) -> None:
+    """Both kinds of update name the start as staff typed it (US/Pacific), never in UTC."""
+    body = "Backdated." if kind == "public" else ""
+    data = _internal(world, kind=kind, body=body, display_at="2026-11-30T09:30")  # 17:30 UTC
+    response = post(staff_client, world["url"], data)
+    assert response.status_code == 200
+    [error] = response.context["form"].errors["display_at"]
+    assert "2026-11-30 10:00 PST" in error and "UTC" not in error
+    assert world["incident"].windows.count() == 1 and world["incident"].updates.count() == 1
+    assert not IncidentNote.objects.exists()
