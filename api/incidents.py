@@ -179,10 +179,24 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
             headers={"Location": self._detail_url(incident, f"updates/{update.pk}/")},
         )
 
+    def _timeline_update(self, update_id: str) -> IncidentUpdate:
+        return get_object_or_404(IncidentUpdate, pk=update_id, incident=self.get_object())
+
     def update_detail(self, request: Request, update_id: str) -> Response:
-        incident = self.get_object()
-        update = get_object_or_404(IncidentUpdate, pk=update_id, incident=incident)
+        update = self._timeline_update(update_id)
+        if request.method == "PATCH":
+            data = self._input(s.UpdateEditSerializer)
+            update = services.incident_update_edit(
+                update=update, body=data["body"], actor=acting_user(request)
+            )
         return Response(s.UpdateSerializer(update).data)
+
+    def current_representation(self) -> Any:
+        # A timeline update is its own resource for If-Match: a correction races other
+        # corrections of the same text, not unrelated updates of the incident.
+        if self.action == "timeline_update":
+            return s.UpdateSerializer(self._timeline_update(self.kwargs["update_id"])).data
+        return super().current_representation()
 
     # --- Edits ----------------------------------------------------------------------------
 
@@ -269,11 +283,25 @@ class _EditableIncidentViewSet(_IncidentViewSetBase):
         return super().partial_update(request, *args, **kwargs)
 
     @extend_schema(
+        methods=["GET"],
         summary="Get a timeline update",
         parameters=[ID_PARAMETER, UPDATE_PARAMETER],
         responses={200: s.UpdateSerializer, **errors(404, *READ_ERRORS)},
     )
-    @action(detail=True, methods=["get"], url_path=r"updates/(?P<update_id>[0-9]+)")
+    @extend_schema(
+        methods=["PATCH"],
+        summary="Correct a timeline update",
+        description=(
+            "Replace a published update's text (Markdown). The previous text is kept in the "
+            "update's history, `edited_at` is set, the public timeline marks the update as "
+            "edited, and subscribers are not notified again (staff). Send the update's `ETag` "
+            "(from a GET of it) as `If-Match` to refuse the write with 412 if it changed since."
+        ),
+        parameters=[ID_PARAMETER, UPDATE_PARAMETER],
+        request=s.UpdateEditSerializer,
+        responses={200: s.UpdateSerializer, **errors(*EDIT_ERRORS)},
+    )
+    @action(detail=True, methods=["get", "patch"], url_path=r"updates/(?P<update_id>[0-9]+)")
     def timeline_update(self, request: Request, public_id: str, update_id: str) -> Response:
         return self.update_detail(request, update_id)
 

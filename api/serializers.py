@@ -137,7 +137,7 @@ class UpdateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = IncidentUpdate
-        fields = ["id", "status", "body", "body_html", "display_at", "created_at"]
+        fields = ["id", "status", "body", "body_html", "display_at", "created_at", "edited_at"]
         read_only_fields = fields
 
 
@@ -416,6 +416,12 @@ class UpdateCreateSerializer(StrictSerializer):
             "resolves the incident ends every impact: levels other than `operational` are refused."
         ),
     )
+
+
+class UpdateEditSerializer(StrictSerializer):
+    """A correction of a published update's text; its status and times stay."""
+
+    body = text(required_text=True)
 
 
 class ResolveSerializer(StrictSerializer):

@@ -17,12 +17,13 @@ from alerts.selectors import alerts_for_incident
 from credits.models import CreditNotice
 from edge.models import RenderProblem
 from edge.render_problems import render_problems_open
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
+from incidents.models import ActionItem, ImpactWindow, Incident, IncidentNote, IncidentUpdate, Product
 from incidents.selectors import (
     ACTIVE_MAINTENANCE_STATUSES,
     UNRESOLVED_STATUSES,
     ImpactTarget,
     incident_impact_targets,
+    incident_notes,
     update_backdated,
 )
 
@@ -126,6 +127,8 @@ class ConsoleIncident:
     alerts: tuple[Alert, ...]
     # The updates shown earlier than they were posted: staff see both times.
     backdated: frozenset[int]
+    # Staff notes of internal level changes (no public post), newest first.
+    notes: tuple[IncidentNote, ...] = ()
 
 
 def console_incident(*, incident: Incident) -> ConsoleIncident:
@@ -141,6 +144,7 @@ def console_incident(*, incident: Incident) -> ConsoleIncident:
             incident.action_items.select_related("owner").order_by("priority", "due_date", "id")
         ),
         alerts=tuple(alerts_for_incident(incident)),
+        notes=tuple(incident_notes(incident)),
     )
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import credit_views, edit_views, views
+from console import credit_views, edit_views, update_views, views
 
 app_name = "console"
 
@@ -8,7 +8,12 @@ urlpatterns = [
     path("", views.now, name="now"),
     path("declare/", views.declare, name="declare"),
     path("incidents/<str:public_id>/", views.incident, name="incident"),
-    path("incidents/<str:public_id>/update/", views.update, name="update"),
+    path("incidents/<str:public_id>/update/", update_views.update, name="update"),
+    path(
+        "incidents/<str:public_id>/updates/<int:update_id>/edit/",
+        update_views.update_edit,
+        name="update_edit",
+    ),
     path("incidents/<str:public_id>/publish/", views.publish_draft, name="publish"),
     path("incidents/<str:public_id>/edit/", edit_views.incident_edit, name="incident_edit"),
     path("incidents/<str:public_id>/report/", views.report, name="report"),

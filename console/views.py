@@ -26,20 +26,13 @@ from django.views.decorators.http import require_POST
 from alerts import services as alert_services
 from console import selectors
 from console import services as console_services
-from console.forms import (
-    ActionItemFormSet,
-    DeclareForm,
-    ReportForm,
-    TemplateForm,
-    UpdateForm,
-    level_field_name,
-)
+from console.forms import ActionItemFormSet, DeclareForm, ReportForm, TemplateForm
 from console.models import MessageTemplate
 from core import roles
 from core.admin import add_validation_errors
 from core.timezones import display_zone_active
 from incidents import services
-from incidents.models import ActionItem, Incident, IncidentReport, IncidentUpdate
+from incidents.models import ActionItem, Incident, IncidentReport
 from incidents.selectors import incident_get_for_user
 
 View = Callable[..., HttpResponse]
@@ -206,76 +199,6 @@ def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
     else:
         messages.success(request, "Published: the incident is on the public page now.")
     return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
-
-
-# --- Post an update (and resolve) -------------------------------------------------------------
-
-
-@console_view
-def update(request: HttpRequest, public_id: str) -> HttpResponse:
-    incident = _incident(request, public_id)
-    targets = list(selectors.console_incident(incident=incident).targets)
-    resolving = request.GET.get("resolve") == "1"
-    _require(request, "incident.resolve" if resolving else "incident.update")
-    preview = ""
-    if request.method == "POST":
-        form = UpdateForm(request.POST, incident=incident, targets=targets)
-        if form.is_valid() and "_preview" in request.POST:
-            preview = form.cleaned_data["body"]
-        elif form.is_valid():
-            posted = _post_update(request, incident, form)
-            if posted is not None:
-                messages.success(request, f"Posted the update ({posted.get_status_display()}).")
-                return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
-    else:
-        closing = Incident.Status.COMPLETED if incident.is_maintenance else Incident.Status.RESOLVED
-        initial: dict[str, Any] = {"status": closing if resolving else incident.status}
-        template = _template(request, MessageTemplate.Kind.UPDATE)
-        if template is not None:
-            initial["body"] = template.body
-            if template.status:
-                initial["status"] = template.status
-        if resolving:
-            # Resolving sets everything operational; the form says so before it is sent.
-            initial.update({level_field_name(t.product, t.location): services.OPERATIONAL for t in targets})
-        form = UpdateForm(initial=initial, incident=incident, targets=targets)
-    return render(
-        request,
-        "console/update.html",
-        {
-            "form": form,
-            "incident": incident,
-            "resolving": resolving,
-            "preview": preview,
-            "templates": _templates(MessageTemplate.Kind.UPDATE),
-        },
-    )
-
-
-def _post_update(request: HttpRequest, incident: Incident, form: UpdateForm) -> IncidentUpdate | None:
-    data = form.cleaned_data
-    levels = [
-        services.LevelSpec(product=product, location=location, level=level)
-        for product, location, level in form.levels()
-    ]
-    # "Follow the levels": the worst level posted sets the impact the banner shows.
-    impact: str | None = data["impact"] or None
-    if impact is None and levels:
-        impact = services.impact_for_levels(spec.level for spec in levels)
-    try:
-        return services.incident_post_update_once(
-            incident=incident,
-            status=data["status"],
-            body=data["body"],
-            levels=levels,
-            impact=impact,
-            author=_user(request),
-            display_at=data["display_at"],
-            notify=bool(data["notify"]),
-        )
-    except ValidationError as exc:
-        add_validation_errors(form, exc)
-        return None
 
 
 # --- The incident report ------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from core.admin import (
@@ -53,22 +55,36 @@ class ImpactWindowInline(PlainRelatedInline):
 
 
 class IncidentUpdateInline(TabularInlineBase):
-    """The timeline, read only: new entries come from “Post update”, so they notify."""
+    """The timeline, read only: new entries come from “Post update”, so they notify; a
+    text is corrected in the console, which keeps its history (never edited raw here)."""
 
     model = IncidentUpdate
-    fields = ["display_at", "posted", "status", "rendered_body", "edits", "author", "notify_subscribers"]
+    fields = [
+        "display_at",
+        "posted",
+        "status",
+        "rendered_body",
+        "edits",
+        "correction",
+        "author",
+        "notify_subscribers",
+    ]
     readonly_fields = [
         "display_at",
         "posted",
         "status",
         "rendered_body",
         "edits",
+        "correction",
         "author",
         "notify_subscribers",
     ]
     extra = 0
     can_delete = False
     verbose_name_plural = "Timeline (newest first; use “Post update” to add)"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[IncidentUpdate]:
+        return super().get_queryset(request).select_related("incident", "author")
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -93,6 +109,12 @@ class IncidentUpdateInline(TabularInlineBase):
         if not revisions:
             return "none"
         return f"{len(revisions)}, last at {format_local(revisions[-1].edited_at)}"
+
+    @admin.display(description="Correct")
+    def correction(self, obj: IncidentUpdate) -> SafeString:
+        # The console keeps the history and re-renders the Markdown; raw edits here would not.
+        url = reverse("console:update_edit", args=[obj.incident.public_id, obj.pk])
+        return format_html('<a href="{}">Correct in the console</a>', url)
 
 
 class IncidentReportInline(StackedInlineBase):

@@ -216,7 +216,7 @@ def test_it_posts_an_update_that_sets_product_levels(staff_client: Client, catal
     ]
     incident.refresh_from_db()
     assert incident.status == "monitoring"
-    assert incident.impact == Incident.Impact.MINOR
+    assert incident.impact == Incident.Impact.CRITICAL  # the worst it reached; the banner follows the levels
     summary = status_summary(now=timezone.now())
     assert summary.statuses == {
         gmail.pk: "operational",
@@ -259,23 +259,28 @@ def test_it_refuses_a_level_change_before_the_window_began(
 ) -> None:
     incident = _incident(catalogue)
     gmail, storage = catalogue["gmail"], catalogue["storage"]
-    response = post(
-        staff_client,
-        f"/manage/incidents/{incident.public_id}/update/",
-        {
-            "status": "identified",
-            "body": "Found it.",
-            "display_at": "2026-11-30T09:00",  # 17:00 UTC, before the windows began
-            f"level_{gmail.pk}_0": Level.PARTIAL_OUTAGE,
-            f"level_{storage.pk}_0": Level.PARTIAL_OUTAGE,
-            "impact": "",
-            "add_level": "",
-            "_post": "1",
-        },
-    )
+    url = f"/manage/incidents/{incident.public_id}/update/"
+    data = {
+        "status": "identified",
+        "body": "Gmail is partly back.",
+        "display_at": "2026-11-30T10:30",  # 18:30 UTC: Gmail's partial outage window begins
+        f"level_{gmail.pk}_0": Level.PARTIAL_OUTAGE,
+        f"level_{storage.pk}_0": Level.PARTIAL_OUTAGE,
+        "impact": "",
+        "_post": "1",
+    }
+    assert post(staff_client, url, data).status_code == 302
+    earlier = {
+        **data,
+        "body": "Found it.",
+        "display_at": "2026-11-30T10:15",  # after the start, before Gmail's current window
+        f"level_{gmail.pk}_0": Level.DEGRADED_PERFORMANCE,
+    }
+    response = post(staff_client, url, earlier)
     assert response.status_code == 200
-    assert "a change must come after that" in response.content.decode()
-    assert incident.windows.count() == 2 and incident.updates.count() == 1
+    [error] = response.context["form"].errors["display_at"]
+    assert error == "Gmail has been partial outage since 2026-11-30 10:30 PST; a change must come after that."
+    assert incident.windows.count() == 3 and incident.updates.count() == 2
 
 
 def test_it_shows_why_a_pathological_message_is_refused(
@@ -316,9 +321,9 @@ def test_it_adds_a_product_with_an_update(staff_client: Client, catalogue: dict[
             "display_at": "2026-11-30T10:15",
             f"level_{gmail.pk}_0": Level.MAJOR_OUTAGE,
             f"level_{storage.pk}_0": Level.PARTIAL_OUTAGE,
-            "add_product": drive.pk,
-            "add_location": catalogue["region"].pk,
-            "add_level": Level.DEGRADED_PERFORMANCE,
+            "add_product_1": drive.pk,
+            "add_location_1": catalogue["region"].pk,
+            "add_level_1": Level.DEGRADED_PERFORMANCE,
             "impact": "major",
             "_post": "1",
         },
@@ -331,7 +336,7 @@ def test_it_adds_a_product_with_an_update(staff_client: Client, catalogue: dict[
     )
     assert incident.windows.filter(ended_at__isnull=False).count() == 0  # unchanged levels keep their windows
     incident.refresh_from_db()
-    assert incident.impact == "major"
+    assert incident.impact == "critical"  # a lower impact chosen never lowers the worst reached
 
 
 def test_it_previews_markdown_as_the_public_page_renders_it(staff_client: Client) -> None:
@@ -520,7 +525,8 @@ def test_it_refuses_postmortem_statuses_of_the_other_kind_and_a_second_resolve(
         assert response.status_code == 200
         assert "Select a valid choice" in response.content.decode()
     assert incident.updates.count() == 1
-    resolve = _update_data(form, status="resolved", body="Fixed.")
+    operational = {f.name: "operational" for _, f in form.targets}
+    resolve = _update_data(form, status="resolved", body="Fixed.", **operational)
     assert post(staff_client, url, resolve).status_code == 302
     again = post(staff_client, url, {**resolve, "body": "Fixed, really."})
     assert again.status_code == 200

@@ -85,6 +85,24 @@ def _update_form(status: str) -> dict[str, Any]:
     }
 
 
+def _internal_form() -> dict[str, Any]:
+    window = ImpactWindow.objects.select_related("product").get(incident__title=OPEN)
+    return {
+        **_update_form("investigating"),
+        "kind": "internal",
+        "body": "",
+        "note": "Failover done.",
+        f"level_{window.product_id}_0": "degraded_performance",
+    }
+
+
+def _update_path(title: str, suffix: str = "", *, api: bool = False) -> str:
+    update = Incident.objects.get(title=title).updates.order_by("id").first()
+    assert update is not None
+    base = "/api/v1/incidents" if api else "/manage/incidents"
+    return f"{base}/{update.incident.public_id}/updates/{update.pk}/{suffix}"
+
+
 def _report_form(**extra: str) -> dict[str, Any]:
     return {
         "kind": "full",
@@ -163,6 +181,28 @@ ROWS: list[Row] = [
         "console",
         "POST /manage/incidents/<id>/update/ (resolved)",
         post(_incident_path(OPEN, "update/"), lambda: _update_form("resolved")),
+        setup=_world,
+    ),
+    Row(
+        "incident.update",
+        "console",
+        "POST /manage/incidents/<id>/update/ (internal level change)",
+        post(_incident_path(OPEN, "update/"), lambda: _internal_form()),
+        setup=_world,
+    ),
+    Row(
+        "incident.update",
+        "console",
+        "GET /manage/incidents/<id>/updates/<pk>/edit/",
+        get(lambda: _update_path(OPEN, "edit/")),
+        ok=(200,),
+        setup=_world,
+    ),
+    Row(
+        "incident.update",
+        "console",
+        "POST /manage/incidents/<id>/updates/<pk>/edit/",
+        post(lambda: _update_path(OPEN, "edit/"), {"body": "Corrected.", "_save": "1"}),
         setup=_world,
     ),
     Row(
@@ -249,6 +289,13 @@ ROWS: list[Row] = [
         "api",
         "POST /api/v1/incidents/<id>/updates/ (resolved)",
         post(_api(OPEN, "updates/"), {"status": "resolved", "body": "Fixed."}, api="POST"),
+        setup=_world,
+    ),
+    Row(
+        "incident.update",
+        "api",
+        "PATCH /api/v1/incidents/<id>/updates/<pk>/",
+        post(lambda: _update_path(OPEN, api=True), {"body": "Corrected."}, api="PATCH"),
         setup=_world,
     ),
     Row(
