@@ -61,9 +61,17 @@ class ActionItemForm(forms.Form):
         # Per form, not once at import: staff who joined since are listed.
         owner.queryset = _staff_choices()
 
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.is_blank and self.has_changed():
+            # A new row with a priority or an owner chosen but no title is not dropped unsaid.
+            self.add_error("title", "Give the new action item a title, or leave its row as it was.")
+        return cleaned
+
     @property
     def is_blank(self) -> bool:
         return not self.cleaned_data.get("item_id") and not (self.cleaned_data.get("title") or "").strip()
 
 
-ActionItemFormSet = forms.formset_factory(ActionItemForm, extra=1)
+# Three empty rows: several items in one save, with no JavaScript to add rows.
+ActionItemFormSet = forms.formset_factory(ActionItemForm, extra=3)
