@@ -113,6 +113,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "public_site.context_processors.site",
+                "console.context_processors.page_status",
             ],
         },
     },
@@ -191,12 +192,11 @@ if PAGE_CACHE_URL:
     CACHES["pages"] = _redis_cache(PAGE_CACHE_URL)
 PUBLIC_PAGE_CACHE_ALIAS = "pages" if PAGE_CACHE_URL else "default"
 # Rate-limit counters (the subscribe form, the API throttles) have a cache of their own,
-# so that page entries can never evict them: ~250 distinct `?page=N` pages used to push
-# the counters out of the 300-entry default cache and reset every limit. In production it
-# is Redis (RATELIMIT_REDIS_URL, by default the same server under its own prefix; the
-# compose file runs Redis with `noeviction`, so counters and queued tasks are never
-# evicted and a full cache fails page writes, which the page cache tolerates). Embedded,
-# it is a separate in-process cache with room for many more (tiny) entries.
+# so page entries can never evict them (~250 `?page=N` pages once pushed them out of the
+# 300-entry default cache). In production it is Redis (RATELIMIT_REDIS_URL, by default
+# the same server under its own prefix; compose runs Redis with `noeviction`, so counters
+# and queued tasks are never evicted and a full cache fails page writes, which the page
+# cache tolerates). Embedded, a separate in-process cache with room for many more entries.
 RATELIMIT_REDIS_URL = env_str("RATELIMIT_REDIS_URL", REDIS_URL)
 if RATELIMIT_REDIS_URL:
     CACHES["ratelimit"] = {
