@@ -32,7 +32,7 @@ class ReportForm(forms.Form):
         label="Remediation and prevention", widget=_markdown_area(4), required=False
     )
     impact_description = forms.CharField(
-        label="Detailed description of impact", widget=_markdown_area(4), required=False
+        label="Detailed description of impact", widget=_markdown_area(10), required=False
     )
 
 

@@ -22,12 +22,15 @@ from incidents.selectors import PRODUCT_STATUS_LABELS, incident_durations, windo
 # The public pages' long and short time formats (public_site DATE_STYLES, English).
 _LONG = "D j M Y, H:i T"
 _SHORT = "H:i T"
-_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+# What can start emphasis, code or a link inside a line (names never start a line here,
+# so list and heading markers need no escape: "us-central1" stays readable). "<" could
+# open an HTML tag, which Markdown does not let a backslash escape: an entity instead.
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]])")
 
 
 def _md(text: str) -> str:
     """A name as literal text in Markdown (a product called `*beta*` stays that)."""
-    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text).replace("<", "&lt;")
 
 
 def _time(value: datetime, *, same_day_as: datetime | None = None) -> str:

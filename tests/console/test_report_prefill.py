@@ -86,10 +86,10 @@ def test_it_drafts_the_impact_section_from_the_recorded_windows(staff_client: Cl
             "- **Gmail** (all locations), 1 h 30 min:",
             "    - All locations: Major outage from Mon 30 Nov 2026, 10:00 PST to 11:00 PST (1 h)",
             "    - All locations: Partial outage from Mon 30 Nov 2026, 11:00 PST to 11:30 PST (30 min)",
-            "- **Cloud Storage** (us\\-central1; us\\-central1\\-b), 15 h 50 min:",
-            "    - us\\-central1: Degraded performance from Mon 30 Nov 2026, 10:10 PST to Tue 1 Dec 2026, "
+            "- **Cloud Storage** (us-central1; us-central1-b), 15 h 50 min:",
+            "    - us-central1: Degraded performance from Mon 30 Nov 2026, 10:10 PST to Tue 1 Dec 2026, "
             "01:15 PST (15 h 5 min)",
-            "    - us\\-central1\\-b: Major outage from Tue 1 Dec 2026, 10:00 PST to 10:45 PST (45 min)",
+            "    - us-central1-b: Major outage from Tue 1 Dec 2026, 10:00 PST to 10:45 PST (45 min)",
         ]
     )
     assert "Billing backend" not in draft  # a staff-only product stays out of public text
@@ -145,3 +145,23 @@ def test_it_leaves_the_section_blank_without_public_windows(staff_client: Client
         ],
     )
     assert _impact_initial(staff_client, incident) == ""
+
+
+def test_it_keeps_names_literal_in_markdown(staff_client: Client) -> None:
+    product = make_product("Cloud *beta* <API>", slug="beta")
+    incident = services.incident_open(
+        title="Beta errors",
+        impact="minor",
+        started_at=utc(2026, 11, 30, 18),
+        windows=[
+            services.WindowSpec(
+                product=product,
+                level=Level.PARTIAL_OUTAGE,
+                started_at=utc(2026, 11, 30, 18),
+                ended_at=utc(2026, 11, 30, 18, 5),
+            )
+        ],
+    )
+    draft = _impact_initial(staff_client, incident)
+    assert "- **Cloud \\*beta\\* &lt;API>** (all locations), 5 min:" in draft
+    assert "<strong>Cloud *beta* &lt;API&gt;</strong>" in render_markdown(draft)
