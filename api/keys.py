@@ -32,6 +32,7 @@ from api.models import ApiKey
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line
 from core import roles
+from core.timezones import in_display_zone
 
 
 class ApiKeyForm(forms.Form):
@@ -60,6 +61,7 @@ def _revoke(request: HttpRequest, user: User) -> HttpResponse:
 @never_cache
 @staff_member_required
 @require_http_methods(["GET", "POST"])
+@in_display_zone  # a console page: its times are in the zone its footer names
 def api_keys(request: HttpRequest) -> HttpResponse:
     user = request.user
     assert isinstance(user, User)  # staff_member_required let only a signed-in staff user in

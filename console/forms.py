@@ -11,10 +11,9 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model
 
 from console.models import MessageTemplate
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, Location, Product
+from incidents.models import ImpactWindow, Incident, Location, Product
 from incidents.selectors import PRODUCT_STATUS_LABELS
 
 Status = Incident.Status
@@ -140,60 +139,6 @@ class DeclareForm(forms.Form):
         if not any(cleaned.get(row.level.name) for row in rows):
             self.add_error(None, "Choose a level for at least one affected product.")
         return cleaned
-
-
-class ReportForm(forms.Form):
-    kind = forms.ChoiceField(
-        label="Kind of report",
-        choices=IncidentReport.Kind.choices,
-        widget=forms.RadioSelect,
-        initial=IncidentReport.Kind.FULL,
-        help_text="A mini incident report is the short form for a small incident: a summary and "
-        "what was done is enough. An incident report has all four sections.",
-    )
-    summary = forms.CharField(
-        widget=_markdown_area(4), required=False, help_text="Markdown. Required to publish."
-    )
-    root_cause = forms.CharField(label="Root cause", widget=_markdown_area(4), required=False)
-    remediation = forms.CharField(
-        label="Remediation and prevention", widget=_markdown_area(4), required=False
-    )
-    impact_description = forms.CharField(
-        label="Detailed description of impact", widget=_markdown_area(4), required=False
-    )
-
-
-def _staff_choices() -> Any:
-    return get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
-
-
-class ActionItemForm(forms.Form):
-    """One row of the report's action items: ActionItem.ROW_FIELDS and the row's id."""
-
-    field_order = ["item_id", *ActionItem.ROW_FIELDS]
-    item_id = forms.IntegerField(widget=forms.HiddenInput, required=False)
-    title = forms.CharField(max_length=200, required=False)
-    type = forms.ChoiceField(choices=ActionItem.Type.choices, initial=ActionItem.Type.PREVENT)
-    priority = forms.ChoiceField(choices=ActionItem.Priority.choices, initial=ActionItem.Priority.P2)
-    status = forms.ChoiceField(choices=ActionItem.Status.choices, initial=ActionItem.Status.OPEN)
-    owner = forms.ModelChoiceField(queryset=_staff_choices(), required=False, empty_label="No owner")
-    due_date = forms.DateField(label="Due", required=False, widget=forms.DateInput(attrs={"type": "date"}))
-    tracker_url = forms.URLField(label="Tracker link", required=False, assume_scheme="https")
-    is_public = forms.BooleanField(label="Listed on the public report", required=False)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        owner = self.fields["owner"]
-        assert isinstance(owner, forms.ModelChoiceField)
-        # Per form, not once at import: staff who joined since are listed.
-        owner.queryset = _staff_choices()
-
-    @property
-    def is_blank(self) -> bool:
-        return not self.cleaned_data.get("item_id") and not (self.cleaned_data.get("title") or "").strip()
-
-
-ActionItemFormSet = forms.formset_factory(ActionItemForm, extra=1)
 
 
 class TemplateForm(forms.Form):

@@ -26,13 +26,13 @@ from django.views.decorators.http import require_POST
 from alerts import services as alert_services
 from console import selectors
 from console import services as console_services
-from console.forms import ActionItemFormSet, DeclareForm, ReportForm, TemplateForm
+from console.forms import DeclareForm, TemplateForm
 from console.models import MessageTemplate
 from core import roles
 from core.admin import add_validation_errors
 from core.timezones import display_zone_active
 from incidents import services
-from incidents.models import ActionItem, Incident, IncidentReport
+from incidents.models import Incident
 from incidents.selectors import incident_get_for_user
 
 View = Callable[..., HttpResponse]
@@ -199,110 +199,6 @@ def publish_draft(request: HttpRequest, public_id: str) -> HttpResponse:
     else:
         messages.success(request, "Published: the incident is on the public page now.")
     return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
-
-
-# --- The incident report ------------------------------------------------------------------------
-
-
-def _item_initial(item: ActionItem) -> dict[str, Any]:
-    return {"item_id": item.pk, **{name: item.serializable_value(name) for name in ActionItem.ROW_FIELDS}}
-
-
-@console_view
-def report(request: HttpRequest, public_id: str) -> HttpResponse:
-    incident = _incident(request, public_id)
-    existing = IncidentReport.objects.filter(incident=incident).first()
-    items = list(incident.action_items.order_by("priority", "due_date", "id"))
-    if request.method == "POST":
-        form = ReportForm(request.POST)
-        formset = ActionItemFormSet(request.POST, initial=[_item_initial(i) for i in items], prefix="items")
-        done = _report_post(request, incident, form, formset)
-        if done is not None:
-            return done
-    else:
-        initial: dict[str, Any] = {}
-        if existing is not None:
-            initial = {
-                "kind": existing.kind,
-                "summary": existing.summary,
-                "root_cause": existing.root_cause,
-                "remediation": existing.remediation,
-                "impact_description": existing.impact_description,
-            }
-        form = ReportForm(initial=initial)
-        formset = ActionItemFormSet(initial=[_item_initial(i) for i in items], prefix="items")
-    report = IncidentReport.objects.filter(incident=incident).first()
-    if report is not None and report.published_at is None:
-        # The preview shows the publication line as it will read if published now.
-        report.published_at = timezone.now()
-    return render(
-        request,
-        "console/report.html",
-        {
-            "incident": incident,
-            "form": form,
-            "formset": formset,
-            "report": report,
-            "public_items": [i for i in items if i.is_public],
-        },
-    )
-
-
-def _report_post(
-    request: HttpRequest, incident: Incident, form: ReportForm, formset: Any
-) -> HttpResponse | None:
-    """Save (and publish) the report; a redirect when done, None to show the form again.
-
-    An approver who may publish but not write publishes the report as it stands: the
-    page shows them no form to save.
-    """
-    user = _user(request)
-    publishing = "_publish" in request.POST
-    if publishing:
-        # Checked before saving, so a refused publish does not leave a half-done save.
-        roles.check(user, "report.publish")
-    as_it_stands = publishing and not roles.allowed(user, "report.write")
-    if not as_it_stands and not (
-        form.is_valid() and formset.is_valid() and _save_report(incident, form, formset, user)
-    ):
-        return None
-    if not publishing:
-        messages.success(request, "Saved the incident report (not published).")
-        return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]) + "#preview")
-    try:
-        services.report_publish(incident=incident, actor=user)
-    except ValidationError as exc:
-        if as_it_stands:
-            messages.error(request, " ".join(exc.messages))
-            return HttpResponseRedirect(reverse("console:report", args=[incident.public_id]))
-        add_validation_errors(form, exc)
-        return None
-    messages.success(request, "Published the incident report; the incident is in postmortem.")
-    return HttpResponseRedirect(reverse("console:incident", args=[incident.public_id]))
-
-
-def _save_report(incident: Incident, form: ReportForm, formset: Any, user: User) -> bool:
-    rows = []
-    item_forms = []
-    for item_form in formset.forms:
-        if item_form.is_blank or not item_form.has_changed():
-            continue
-        cleaned = item_form.cleaned_data
-        item_id = cleaned.get("item_id") or None
-        names = item_form.changed_data if item_id else ActionItem.ROW_FIELDS
-        fields = {name: cleaned[name] for name in names if name in ActionItem.ROW_FIELDS}
-        rows.append(services.ActionItemChange(item_id=item_id, fields=fields))
-        item_forms.append(item_form)
-    try:
-        services.report_save_with_action_items(incident=incident, items=rows, actor=user, **form.cleaned_data)
-    except services.ActionItemRejected as rejected:
-        add_validation_errors(item_forms[rejected.index], rejected.error)
-        form.add_error(None, "An action item has an error (marked below); nothing was saved.")
-        return False
-    except ValidationError as exc:
-        add_validation_errors(form, exc)
-        return False
-    return True
 
 
 # --- Templates -----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import roles
+from core.timezones import display_zone
 from credits import selectors, services
 from credits.models import AuditAction, CreditNotice, NoticeState, PreparedSend
 from credits.services.audit import actor_label, audit_record, audit_record_many
@@ -191,6 +193,12 @@ def credits_send_confirmed(*, token: str, actor: Any, via: str) -> services.Send
     return summary
 
 
+def _local(value: datetime) -> str:
+    """A time in a message the console shows: in the display zone, the zone named."""
+    local = timezone.localtime(value, display_zone())
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+
+
 def _check_second_approver(plan: SendPlan, actor: Any) -> None:
     """Refuse a four-eyes send by the system, or its approval by the one who prepared it."""
     if not plan.needs_second_approver:
@@ -202,7 +210,7 @@ def _check_second_approver(plan: SendPlan, actor: Any) -> None:
     prepared = plan.prepared
     if prepared is not None and prepared.prepared_by_id == actor.pk:
         raise PermissionDenied(
-            f"You prepared this send ({prepared.prepared_at:%Y-%m-%d %H:%M}); "
+            f"You prepared this send ({_local(prepared.prepared_at)}); "
             "a different Finance user must approve it. Nothing was sent."
         )
 

@@ -76,6 +76,9 @@ _LEVEL_INDICATOR = {
     Level.PARTIAL_OUTAGE: "major",
     Level.MAJOR_OUTAGE: "critical",
 }
+# The other way: the page indicator drawn with the icon of the product level it stands
+# for (the status page's banner and header mark, the console's header mark, embeds).
+INDICATOR_LEVEL = {indicator: str(level) for level, indicator in _LEVEL_INDICATOR.items()}
 
 
 def worst_level(levels: Iterable[str]) -> str:
@@ -195,6 +198,10 @@ def product_statuses(
 class PageStatus:
     indicator: str
     description: str
+
+    @property
+    def level(self) -> str:
+        return INDICATOR_LEVEL[self.indicator]
 
 
 def page_status(*, statuses: Iterable[str], unresolved_impacts: Iterable[str] = ()) -> PageStatus:

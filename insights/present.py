@@ -7,8 +7,12 @@ drawing is in `insights.uptime_present` (re-exported here for the public site an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import ROUND_DOWN, Decimal
 
+from django.utils import timezone
+
+from core.timezones import display_zone
 from incidents import uptime
 from insights import charts, metrics
 from insights.metrics import NO_VALUE
@@ -278,10 +282,16 @@ _INCIDENT_CSV_HEADERS = (
 )
 
 
+def _local(value: datetime) -> str:
+    """Staff read insights in the display zone (the console's footer names it)."""
+    local = timezone.localtime(value, display_zone())
+    return f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
+
+
 def _incident_cells(r: metrics.IncidentRow) -> tuple[str, ...]:
     return (
         r.facts.title,
-        f"{r.facts.started_at:%Y-%m-%d %H:%M} UTC",
+        _local(r.facts.started_at),
         LEVEL_LABELS.get(r.level, r.level) if not r.facts.is_maintenance else "Maintenance",
         duration_text(r.duration) + (" (ongoing)" if r.ongoing and not r.facts.is_maintenance else ""),
         weighted_text(r.weighted_downtime_minutes),

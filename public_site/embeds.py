@@ -29,7 +29,6 @@ from incidents.selectors import (
 )
 from public_site import history as public_history
 from public_site.history import FeedEntry
-from public_site.pages import INDICATOR_LEVEL
 
 # --- Badges ------------------------------------------------------------------------------------
 
@@ -94,7 +93,7 @@ def page_badge(request: HttpRequest) -> HttpResponse:
         Badge(
             label=site_title(settings.SITE_NAME),
             message=banner.description,
-            level=INDICATOR_LEVEL[banner.indicator],
+            level=banner.level,
         )
     )
 

@@ -68,16 +68,6 @@ def level_label(level: str) -> str:
     return str(PRODUCT_STATUS_LABELS.get(level, level))
 
 
-# The banner's Statuspage indicator drawn with the icon of the product level it stands for.
-INDICATOR_LEVEL = {
-    "none": uptime.OPERATIONAL,
-    "maintenance": uptime.UNDER_MAINTENANCE,
-    "minor": uptime.DEGRADED_PERFORMANCE,
-    "major": uptime.PARTIAL_OUTAGE,
-    "critical": uptime.MAJOR_OUTAGE,
-}
-
-
 # --- Shared pieces ------------------------------------------------------------------------
 
 
@@ -303,7 +293,7 @@ class StatusPage:
 
     @property
     def banner_level(self) -> str:
-        return INDICATOR_LEVEL[self.banner.indicator]
+        return self.banner.level
 
     @property
     def rows(self) -> list[ProductRow]:

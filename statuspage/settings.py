@@ -113,6 +113,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "public_site.context_processors.site",
+                "console.context_processors.page_status",
             ],
         },
     },

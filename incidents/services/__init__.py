@@ -39,6 +39,7 @@ from incidents.services.incidents import (
 )
 from incidents.services.publishing import incident_publish
 from incidents.services.reports import (
+    ReportRejected,
     report_publish,
     report_save,
     report_save_with_action_items,
@@ -65,6 +66,7 @@ __all__ = [
     "ActionItemRejected",
     "DuplicateTitle",
     "LevelSpec",
+    "ReportRejected",
     "WindowSpec",
     "action_item_create",
     "action_item_edit",

@@ -90,21 +90,25 @@ class ActionItemChange:
 
 
 class ActionItemRejected(Exception):
-    """One row was refused; `index` says which, so the form can mark it."""
+    """Rows were refused; `errors` maps each refused row's index to its error, every one
+    of them, so the form can mark them all at once."""
 
-    def __init__(self, index: int, error: ValidationError) -> None:
-        super().__init__(index, error)
-        self.index = index
-        self.error = error
+    def __init__(self, errors: dict[int, ValidationError]) -> None:
+        super().__init__(errors)
+        self.errors = errors
 
 
 @transaction.atomic
 def action_items_save(
     *, incident: Incident, rows: Sequence[ActionItemChange], actor: User | None = None
 ) -> None:
-    """Create and edit the incident's items together: one refused row saves none of them."""
+    """Create and edit the incident's items together: one refused row saves none of them.
+
+    Every row is checked before giving up (a refusal is raised before the row's write, in
+    the row's own savepoint), so one answer names all the refused rows."""
     roles.check(actor, "report.write")
     own = {item.pk: item for item in incident.action_items.all()}
+    errors: dict[int, ValidationError] = {}
     for index, row in enumerate(rows):
         try:
             if row.item_id is None:
@@ -114,4 +118,6 @@ def action_items_save(
             else:
                 action_item_edit(item=own[row.item_id], changes=row.fields, actor=actor)
         except ValidationError as exc:
-            raise ActionItemRejected(index, exc) from exc
+            errors[index] = exc
+    if errors:
+        raise ActionItemRejected(errors)

@@ -14,7 +14,7 @@ from core import roles
 from incidents import events
 from incidents.models import Incident, IncidentReport
 from incidents.services._common import markdown_field, public_changed, require_aware, touch
-from incidents.services.action_items import ActionItemChange, action_items_save
+from incidents.services.action_items import ActionItemChange, ActionItemRejected, action_items_save
 
 Status = Incident.Status
 
@@ -36,31 +36,69 @@ def report_save(
         raise ValidationError({"kind": f"Unknown report kind {kind!r}."})
     report, _ = IncidentReport.objects.select_for_update().get_or_create(incident=incident)
     report.kind = kind
+    errors: dict[str, list[str]] = {}
     for name, value in (
         ("summary", summary),
         ("root_cause", root_cause),
         ("remediation", remediation),
         ("impact_description", impact_description),
     ):
-        source, html = markdown_field(value, field=name)
+        try:
+            source, html = markdown_field(value, field=name)
+        except ValidationError as exc:
+            errors.update(exc.message_dict)  # every section's refusal, not only the first
+            continue
         setattr(report, name, source)
         setattr(report, f"{name}_html", html)
+    if errors:
+        raise ValidationError(errors)
     report.save()
     if report.is_published:
         touch(incident)
     return report
 
 
-@transaction.atomic
+class ReportRejected(Exception):
+    """The report's sections, its action-item rows, or both were refused: every error at
+    once (`report` for the sections, `items` by row index)."""
+
+    def __init__(self, *, report: ValidationError | None, items: dict[int, ValidationError]) -> None:
+        super().__init__(report, items)
+        self.report = report
+        self.items = items
+
+
 def report_save_with_action_items(
-    *, incident: Incident, items: Sequence[ActionItemChange], actor: User | None = None, **report: str
-) -> IncidentReport:
-    """The console's report page: the report and its action items, all saved or none
-    (an `ActionItemRejected` names the refused row)."""
+    *,
+    incident: Incident,
+    items: Sequence[ActionItemChange],
+    actor: User | None = None,
+    keep: bool = True,
+    **report: str,
+) -> None:
+    """The console's report page: the report and its action items, all saved or none.
+
+    Every rule is checked before giving up, so a `ReportRejected` carries the errors of
+    the sections and of every refused row together. With `keep=False` the rules are
+    checked and nothing is kept (the console does so when some of the form is unreadable,
+    to show the rules' errors beside the form's own).
+    """
     roles.check(actor, "report.write")
-    saved = report_save(incident=incident, actor=actor, **report)
-    action_items_save(incident=incident, rows=items, actor=actor)
-    return saved
+    with transaction.atomic():
+        report_error = None
+        try:
+            report_save(incident=incident, actor=actor, **report)
+        except ValidationError as exc:
+            report_error = exc
+        item_errors: dict[int, ValidationError] = {}
+        try:
+            action_items_save(incident=incident, rows=items, actor=actor)
+        except ActionItemRejected as rejected:
+            item_errors = rejected.errors
+        if report_error is not None or item_errors:
+            raise ReportRejected(report=report_error, items=item_errors)
+        if not keep:
+            transaction.set_rollback(True)
 
 
 @transaction.atomic

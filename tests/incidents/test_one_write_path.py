@@ -21,7 +21,7 @@ from django.test import Client, TestCase
 from django.utils import timezone
 
 from api.serializers import ActionItemCreateSerializer, ActionItemSerializer
-from console.forms import ActionItemForm
+from console.report_forms import ActionItemForm
 from incidents import services
 from incidents.models import ActionItem, DeclareGuard, ImpactWindow, Incident, IncidentReport
 from incidents.services.guards import title_key
