@@ -32,6 +32,7 @@ from incidents.models import (
     ProductGroup,
 )
 from incidents.selectors import (
+    INDICATOR_LEVEL,
     LEVEL_IMPACT,
     PRODUCT_STATUS_LABELS,
     IncidentDurations,
