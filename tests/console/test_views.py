@@ -213,7 +213,8 @@ def test_it_posts_an_update_that_sets_product_levels(staff_client: Client, catal
     ]
     incident.refresh_from_db()
     assert incident.status == "monitoring"
-    assert incident.impact == Incident.Impact.MINOR
+    # The recorded impact keeps the worst (ADR 0013); the banner below follows the levels.
+    assert incident.impact == Incident.Impact.CRITICAL
     summary = status_summary(now=timezone.now())
     assert summary.statuses == {
         gmail.pk: "operational",
@@ -271,7 +272,8 @@ def test_it_refuses_a_level_change_before_the_window_began(
         },
     )
     assert response.status_code == 200
-    assert "a change must come after that" in response.content.decode()
+    # Refused before any level moves: no update is shown before the impact began (ADR 0013).
+    assert "before the impact began (2026-11-30 10:00 PST)" in response.content.decode()
     assert incident.windows.count() == 2 and incident.updates.count() == 1
 
 
@@ -328,7 +330,7 @@ def test_it_adds_a_product_with_an_update(staff_client: Client, catalogue: dict[
     )
     assert incident.windows.filter(ended_at__isnull=False).count() == 0  # unchanged levels keep their windows
     incident.refresh_from_db()
-    assert incident.impact == "major"
+    assert incident.impact == "critical"  # an update never lowers the worst impact (ADR 0013)
 
 
 def test_it_previews_markdown_as_the_public_page_renders_it(staff_client: Client) -> None:
@@ -518,6 +520,7 @@ def test_it_refuses_postmortem_statuses_of_the_other_kind_and_a_second_resolve(
         assert "Select a valid choice" in response.content.decode()
     assert incident.updates.count() == 1
     resolve = _update_data(form, status="resolved", body="Fixed.")
+    resolve.update({f.name: "operational" for _, f in form.targets})  # resolving ends every impact
     assert post(staff_client, url, resolve).status_code == 302
     again = post(staff_client, url, {**resolve, "body": "Fixed, really."})
     assert again.status_code == 200
