@@ -198,7 +198,7 @@ def test_a_real_alertmanager_opens_a_draft_then_resolves_it(
     assert window.ended_at == ends
     assert incident.resolved_at == ends
     assert incident.is_public is False  # still a draft: staff decide whether the public hears of it
-    last = incident.updates.order_by("-display_at", "-id").first()
+    last = incident.updates.order_by("-created_at", "-id").first()  # the last posted
     assert last is not None and last.author is None and "resolved automatically" in last.body
     assert Alert.objects.get(integration=integration).status == "resolved"
     # Alertmanager's deliveries were kept for debugging, each accepted.

@@ -86,7 +86,8 @@ def test_the_generated_client_runs_the_whole_flow(
     assert result.status == "resolved" and result.title == "Elevated error rates in checkout"
     incident = Incident.objects.get(public_id=result.incident_id)
     assert Incident.objects.filter(title=incident.title).count() == 1  # the replay created nothing
-    assert incident.impact == "major" and incident.status == "resolved"
+    # The update's major outage raised the recorded impact to its worst (ADR 0013).
+    assert incident.impact == "critical" and incident.status == "resolved"
     assert incident.updates.filter(pk=result.update_id, status="identified").exists()
     first, raised = incident.windows.order_by("started_at")
     # The update closed the degraded window at its time and opened the major one there.

@@ -78,6 +78,7 @@ def test_it_measures_the_cloud_storage_incident() -> None:
             detected_at=t(8, 11, 50),
             resolved_at=t(9, 16, 46),
             first_update_at=t(8, 11, 50),
+            first_posted_at=t(8, 11, 50),
             last_update_at=t(9, 16, 46),
             update_count=7,
             spans=spans,
@@ -96,7 +97,9 @@ def test_it_measures_the_cloud_storage_incident() -> None:
 
 def test_without_a_detection_time_it_has_no_time_to_detect_and_counts_from_declaration() -> None:
     row = metrics.incident_row(
-        facts(detected_at=None, first_update_at=t(8, 12, 30), update_count=1), now=NOW, weights=WEIGHTS
+        facts(detected_at=None, first_update_at=t(8, 12, 30), first_posted_at=t(8, 12, 30), update_count=1),
+        now=NOW,
+        weights=WEIGHTS,
     )
     assert row.time_to_detect is None
     assert row.time_to_first_update == timedelta(minutes=30)  # from filing at 12:00
@@ -104,13 +107,33 @@ def test_without_a_detection_time_it_has_no_time_to_detect_and_counts_from_decla
     assert row.level == metrics.NO_IMPACT
 
 
-def test_an_update_backdated_before_detection_counts_as_zero() -> None:
+def test_an_update_posted_before_detection_counts_as_zero() -> None:
     row = metrics.incident_row(
-        facts(detected_at=t(8, 11, 30), first_update_at=t(8, 11, 10), update_count=1),
+        facts(
+            detected_at=t(8, 11, 30),
+            first_update_at=t(8, 11, 10),
+            first_posted_at=t(8, 11, 10),
+            update_count=1,
+        ),
         now=NOW,
         weights=WEIGHTS,
     )
     assert row.time_to_first_update == timedelta(0)
+
+
+def test_a_backdated_first_update_counts_from_its_posting_time() -> None:
+    # Posted at 12:10, shown at 11:50 (the detection): the public heard 20 minutes later.
+    row = metrics.incident_row(
+        facts(
+            detected_at=t(8, 11, 50),
+            first_update_at=t(8, 11, 50),
+            first_posted_at=t(8, 12, 10),
+            update_count=1,
+        ),
+        now=NOW,
+        weights=WEIGHTS,
+    )
+    assert row.time_to_first_update == timedelta(minutes=20)
 
 
 def test_an_open_incident_has_no_time_to_resolve_and_runs_to_now() -> None:

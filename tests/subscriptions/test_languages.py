@@ -50,6 +50,7 @@ def _open(product: Any, capture: Any) -> Incident:
             title="Gmail delivery delays",
             impact=Incident.Impact.MAJOR,
             started_at=utc(2026, 12, 1, 14, 5),
+            first_update_at=utc(2026, 12, 1, 14, 5),  # shown at the start, as staff chose
             body="We are looking into it.",
             windows=[
                 services.WindowSpec(
