@@ -87,7 +87,7 @@ def test_it_double_opts_in_by_email(
     subscriber.refresh_from_db()
     assert subscriber.confirmed_at is not None
     manage = client.get(done["Location"])
-    assert b"Subscription confirmed" in manage.content
+    assert b"You are subscribed." in manage.content
 
     # Confirming twice keeps the first time.
     first = subscriber.confirmed_at
