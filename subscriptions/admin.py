@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from core import roles
+from core.timezones import clean_zone
 from subscriptions import notifications, services
 from subscriptions.models import HOOK_KINDS, Fanout, Subscriber
 from subscriptions.webhooks import validate_webhook_url
@@ -38,6 +39,7 @@ class SubscriberAdminForm(forms.ModelForm):
             "url",
             "all_products",
             "language",
+            "time_zone",
             "products",
             "confirmed_at",
             "disabled_at",
@@ -49,6 +51,8 @@ class SubscriberAdminForm(forms.ModelForm):
         try:
             if data.get("email"):
                 data["email"] = services.clean_email(data["email"])
+            if data.get("time_zone"):
+                data["time_zone"] = clean_zone(data["time_zone"])
             if data.get("kind") in HOOK_KINDS:
                 data["url"] = validate_webhook_url(data.get("url") or "", kind=data["kind"])
         except ValidationError as exc:

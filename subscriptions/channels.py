@@ -48,7 +48,7 @@ def _facts(message: EventMessage) -> list[tuple[str, str]]:
     if not ctx["is_maintenance"]:
         facts.append((_("Impact"), str(ctx["impact_label"])))
     if ctx["products"]:
-        facts.append((_("Affected"), ", ".join(p.name for p in ctx["products"])))
+        facts.append((_("Affected products"), ", ".join(p.name for p in ctx["products"])))
     if ctx.get("locations"):
         facts.append((_("Regions"), ", ".join(loc.label for loc in ctx["locations"])))
     if ctx["is_maintenance"]:

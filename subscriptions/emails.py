@@ -5,18 +5,23 @@ Templates live in templates/emails/: `<name>_subject.txt`, `<name>.txt` and
 title is shown literally) and Markdown only as the HTML stored when it was written
 (`stored_html`). Each email is one outbox row with an idempotency key chosen by the caller, so it is queued once.
 
-Every email is rendered in its recipient's language (`Subscriber.language`), whatever
-language the request or task that sends it is in: `render_email` takes the language and
-renders under `translation.override`, and the times in a context are lazy
-(`display_time_lazy`), so they are written in the language of the render.
+Every email is rendered in its recipient's language (`Subscriber.language`) and time
+zone (`Subscriber.zone`), whatever the request or task that sends it has active:
+`render_email` takes both and renders under them, and the times in a context are lazy
+(`display_time_lazy`), so they are written in the language and zone of the render.
+Notifications about one incident carry `In-Reply-To` / `References` to one id per
+incident and subscriber (`thread_headers`), so mail clients show them as one thread.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -28,6 +33,7 @@ from django.utils.html import escape
 from core.i18n import display_datetime
 from core.text import site_title
 from core.timezones import display_zone
+from outbox import conf as outbox_conf
 from outbox.services import EmailSpec, email_enqueue
 from subscriptions.models import Subscriber
 from subscriptions.tokens import Purpose, make_token
@@ -49,18 +55,34 @@ def absolute_url(path: str) -> str:
     return f"{settings.SITE_URL}{path}"
 
 
+# The zone of the email being rendered (its recipient's); unset: the display zone.
+_render_zone: ContextVar[ZoneInfo | None] = ContextVar("email_render_zone", default=None)
+
+
 def display_time(value: datetime | None) -> str:
-    """A time in the display zone, with the zone named (emails have no <time> element),
-    in the active language: "2026-12-02 06:05 PST", "2 déc. 2026 à 06:05 PST"."""
-    return display_datetime(value, display_zone())
+    """A time in the zone of the render (else the display zone), with the zone named
+    (emails have no <time> element), in the active language: "2026-12-02 06:05 PST",
+    "2 déc. 2026 à 15:05 CET"."""
+    return display_datetime(value, _render_zone.get() or display_zone())
 
 
 # For contexts built once and rendered in several languages: written when rendered.
 display_time_lazy = lazy(display_time, str)
 
 
-def render_email(name: str, context: dict[str, Any], *, language: str | None = None) -> RenderedEmail:
-    """The subject, text and HTML of `name`, in `language` (default: the site's)."""
+def render_email(
+    name: str, context: dict[str, Any], *, language: str | None = None, zone: str | None = None
+) -> RenderedEmail:
+    """The subject, text and HTML of `name`, in `language` (default: the site's), its
+    times in `zone` (default: the display zone)."""
+    reset = _render_zone.set(ZoneInfo(zone) if zone else None)
+    try:
+        return _render(name, context, language=language)
+    finally:
+        _render_zone.reset(reset)
+
+
+def _render(name: str, context: dict[str, Any], *, language: str | None) -> RenderedEmail:
     with translation.override(language or settings.LANGUAGE_CODE):
         # The site's title is translated ("Acme status", "État de Acme"): in the email's language.
         base = {
@@ -111,6 +133,17 @@ def subscriber_headers(unsubscribe_url: str) -> dict[str, str]:
     }
 
 
+def thread_headers(*, incident_public_id: str, subscriber: Subscriber) -> dict[str, str]:
+    """Every notification about one incident replies to one id, so mail clients thread
+    them: the id of the incident's thread in this subscriber's mailbox. Derived, not
+    looked up; no message carries it as its own Message-ID (the outbox sets that from
+    its key), and clients thread on a parent they never received. A digest of the
+    subscriber's token rather than its id: ids would tell how many subscribers there are."""
+    mailbox = hashlib.sha256(f"thread:{subscriber.token}".encode()).hexdigest()[:16]
+    root = f"<incident-{incident_public_id}.{mailbox}@{outbox_conf.message_id_domain()}>"
+    return {"In-Reply-To": root, "References": root}
+
+
 # Stand-ins rendered into a shared copy of an email, then replaced per subscriber. Only
 # letters, digits and hyphens: HTML escaping leaves them as they are.
 _EMAIL_MARK = "subscriber-email-3f9c1e7a"
@@ -124,16 +157,19 @@ class SubscriberTemplate:
 
     A fan-out to a million subscribers would otherwise render three templates a million
     times. What differs per subscriber is only the address in the footer and the two
-    signed links (and the language: one render per language, the caller keys them by
-    it); the result is the same bytes as `render_email` per subscriber (tested).
+    signed links (and the language and zone: one render per pair, the caller keys them by
+    both); the result is the same bytes as `render_email` per subscriber (tested).
     """
 
     rendered: RenderedEmail
     language: str = "en"
+    zone: str = ""
 
     @classmethod
-    def render(cls, name: str, context: dict[str, Any], *, language: str = "en") -> SubscriberTemplate:
-        stand_in = Subscriber(email=_EMAIL_MARK, language=language)
+    def render(
+        cls, name: str, context: dict[str, Any], *, language: str = "en", zone: str = ""
+    ) -> SubscriberTemplate:
+        stand_in = Subscriber(email=_EMAIL_MARK, language=language, time_zone=zone)
         return cls(
             render_email(
                 name,
@@ -145,13 +181,20 @@ class SubscriberTemplate:
                     "confirm_url": "",
                 },
                 language=language,
+                zone=stand_in.zone,
             ),
             language=language,
+            zone=stand_in.zone,
         )
 
-    def spec_for(self, *, subscriber: Subscriber, key: str) -> EmailSpec:
-        if subscriber.language != self.language:
-            raise ValueError(f"a {self.language!r} email for a {subscriber.language!r} subscriber")
+    def spec_for(
+        self, *, subscriber: Subscriber, key: str, thread: dict[str, str] | None = None
+    ) -> EmailSpec:
+        """The email for `subscriber`; `thread`: its threading headers (`thread_headers`)."""
+        if (subscriber.language, subscriber.zone) != (self.language, self.zone):
+            raise ValueError(
+                f"a {self.language!r} {self.zone} email for a {subscriber.language!r} {subscriber.zone} subscriber"
+            )
         with translation.override(subscriber.language):  # its links open pages in its language
             manage = absolute_url(
                 reverse("subscriptions:manage", args=[make_token(subscriber, Purpose.MANAGE)])
@@ -173,7 +216,7 @@ class SubscriberTemplate:
             subject=fill(self.rendered.subject, subscriber.email),
             text=fill(self.rendered.text, subscriber.email),
             html=fill(self.rendered.html, str(escape(subscriber.email))),
-            headers=subscriber_headers(unsubscribe),
+            headers={**subscriber_headers(unsubscribe), **(thread or {})},
             purpose=SUBSCRIBER_PURPOSE,
             ref=subscriber.outbox_ref,
         )
@@ -182,7 +225,10 @@ class SubscriberTemplate:
 def send_to_subscriber(*, subscriber: Subscriber, key: str, template: str, context: dict[str, Any]) -> Any:
     links = subscriber_links(subscriber)
     rendered = render_email(
-        template, {**context, **links, "subscriber": subscriber}, language=subscriber.language
+        template,
+        {**context, **links, "subscriber": subscriber},
+        language=subscriber.language,
+        zone=subscriber.zone,
     )
     return email_enqueue(
         key=key,

@@ -73,6 +73,11 @@ class Subscriber(models.Model):
         default="en",
         help_text="The language of the emails this subscriber receives.",
     )
+    # Empty: the page's display zone (DISPLAY_TIME_ZONE), for subscribers from before
+    # the choice existed; the form stores the zone it shows as chosen.
+    time_zone = models.CharField(
+        max_length=64, blank=True, default="", help_text="The IANA time zone of the times in its emails."
+    )
     products = models.ManyToManyField(Product, blank=True, related_name="subscribers")
     token = models.CharField(max_length=32, unique=True, default=new_subscriber_token, editable=False)
     secret = models.CharField(
@@ -131,6 +136,11 @@ class Subscriber(models.Model):
     @property
     def is_active(self) -> bool:
         return self.confirmed_at is not None and self.disabled_at is None
+
+    @property
+    def zone(self) -> str:
+        """The zone its emails write times in."""
+        return self.time_zone or settings.DISPLAY_TIME_ZONE
 
     @property
     def outbox_ref(self) -> str:

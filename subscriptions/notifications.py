@@ -160,7 +160,7 @@ class EventMessage:
     """Everything about one event, computed once and shared by all its recipients.
 
     The words and times in `context` are lazy: each is written in the language of the
-    render that reads it (one render per language, see `_subscriber_specs`).
+    render that reads it (one render per language and zone, see `_subscriber_specs`).
     """
 
     event: Event
@@ -240,9 +240,10 @@ def build_event_message(
 def _subscriber_specs(
     *, message: EventMessage, subscribers: list[Subscriber], template: str
 ) -> list[EmailSpec | WebhookSpec]:
-    """One outbox spec per subscriber; the email is rendered once per language in the chunk."""
+    """One outbox spec per subscriber; the email is rendered once per language and time
+    zone in the chunk."""
     specs: list[EmailSpec | WebhookSpec] = []
-    email_templates: dict[str, emails.SubscriberTemplate] = {}
+    email_templates: dict[tuple[str, str], emails.SubscriberTemplate] = {}
     for subscriber in subscribers:
         key = f"notify:{message.key}:{subscriber.pk}"
         if subscriber.is_hook:
@@ -258,13 +259,17 @@ def _subscriber_specs(
                 )
             )
             continue
-        email_template = email_templates.get(subscriber.language)
+        edition = (subscriber.language, subscriber.zone)
+        email_template = email_templates.get(edition)
         if email_template is None:
             email_template = emails.SubscriberTemplate.render(
-                template, message.context, language=subscriber.language
+                template, message.context, language=subscriber.language, zone=subscriber.zone
             )
-            email_templates[subscriber.language] = email_template
-        specs.append(email_template.spec_for(subscriber=subscriber, key=key))
+            email_templates[edition] = email_template
+        thread = emails.thread_headers(
+            incident_public_id=message.context["incident"].public_id, subscriber=subscriber
+        )
+        specs.append(email_template.spec_for(subscriber=subscriber, key=key, thread=thread))
     return specs
 
 

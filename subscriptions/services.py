@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from core import roles
 from core.i18n import clean_language
 from core.text import clean_single_line
+from core.timezones import clean_zone
 from incidents.models import Product
 from outbox.models import OutboundMessage
 from subscriptions import emails
@@ -88,14 +89,17 @@ def subscriber_request(
     products: Iterable[Product] = (),
     payload_format: str = Subscriber.Format.NATIVE,
     language: str = "en",
+    time_zone: str = "",
 ) -> None:
     """Handle a subscribe form. Returns nothing on purpose: the answer must not differ.
 
     `language` is the language the emails are written in (the page's, when the form was
-    sent); a confirmed subscriber keeps its own until it changes it from the manage page.
+    sent) and `time_zone` the zone of their times (empty: the display zone); a confirmed
+    subscriber keeps its own until it changes them from the manage page.
     """
     email = clean_email(email)
     language = clean_language(language)
+    time_zone = clean_zone(time_zone or settings.DISPLAY_TIME_ZONE) if kind == Subscriber.Kind.EMAIL else ""
     if kind not in Subscriber.Kind.values:
         raise ValidationError({"kind": _("Choose email, webhook, Slack or Teams.")})
     url = validate_webhook_url(url, kind=kind) if kind in HOOK_KINDS else ""
@@ -120,6 +124,7 @@ def subscriber_request(
                     all_products=all_products,
                     payload_format=payload_format,
                     language=language,
+                    time_zone=time_zone,
                 )
                 subscriber.products.set(chosen)
         except IntegrityError:
@@ -134,7 +139,8 @@ def subscriber_request(
     # Still unconfirmed: the latest request's choice is what will be confirmed.
     subscriber.all_products = all_products
     subscriber.language = language
-    subscriber.save(update_fields=["all_products", "language", "updated_at"])
+    subscriber.time_zone = time_zone
+    subscriber.save(update_fields=["all_products", "language", "time_zone", "updated_at"])
     subscriber.products.set(chosen)
     emails.send_confirmation(subscriber=subscriber, key=f"subscription-confirm:{bucket}")
 
@@ -156,8 +162,10 @@ def subscriber_update_products(
     all_products: bool,
     products: Iterable[Product] = (),
     language: str | None = None,
+    time_zone: str | None = None,
 ) -> Subscriber:
-    """The manage page's save: the products, and the emails' language when given."""
+    """The manage page's save: the products, and the emails' language and time zone when
+    given (an email subscriber's: a hook's messages carry no times of its own choosing)."""
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     chosen = [] if all_products else _clean_products(products)
     if not all_products and not chosen:
@@ -167,6 +175,9 @@ def subscriber_update_products(
     if language is not None:
         subscriber.language = clean_language(language)
         fields.append("language")
+    if time_zone is not None and subscriber.kind == Subscriber.Kind.EMAIL:
+        subscriber.time_zone = clean_zone(time_zone)
+        fields.append("time_zone")
     subscriber.save(update_fields=fields)
     subscriber.products.set(chosen)
     return subscriber

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone, translation
+from django.utils.translation import gettext_lazy as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_safe
 
@@ -23,7 +24,7 @@ from edge import ratelimit
 from incidents import selectors as incident_selectors
 from subscriptions import ical, selectors, services
 from subscriptions.action_items import today_local
-from subscriptions.forms import ManageForm, SubscribeForm
+from subscriptions.forms import ManageForm, SubscribeForm, error_links
 from subscriptions.models import Subscriber
 from subscriptions.notifications import incident_url
 from subscriptions.tokens import Purpose, TokenExpired, TokenInvalid, make_token
@@ -57,10 +58,44 @@ def _subscriber_or_error(
         return None, _bad_link(request, expired=False)
 
 
+def _channel(value: str | None) -> str:
+    """The channel a subscribe page shows: `?channel=` (or the POST's kind), else email."""
+    return value if value in Subscriber.Kind.values else Subscriber.Kind.EMAIL
+
+
+# The channel switch's words: short, the products' own names.
+_CHANNEL_LABELS = {
+    Subscriber.Kind.EMAIL: _("Email"),
+    Subscriber.Kind.WEBHOOK: _("Webhook"),
+    Subscriber.Kind.SLACK: "Slack",
+    Subscriber.Kind.TEAMS: "Microsoft Teams",
+}
+
+
+def _subscribe_page(
+    request: HttpRequest, form: SubscribeForm, *, status: int = 200, **extra: Any
+) -> HttpResponse:
+    base = reverse("subscriptions:subscribe")
+    channels = [
+        {"label": label, "href": f"{base}?channel={value}", "current": value == form.channel}
+        for value, label in _CHANNEL_LABELS.items()
+    ]
+    return render(
+        request,
+        "subscriptions/subscribe.html",
+        {"form": form, "channels": channels, "errors": error_links(form), **extra},
+        status=status,
+    )
+
+
+def _blank_form(channel: str) -> SubscribeForm:
+    return SubscribeForm(channel=channel, initial={"kind": channel, "time_zone": settings.DISPLAY_TIME_ZONE})
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 def subscribe(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return render(request, "subscriptions/subscribe.html", {"form": SubscribeForm()})
+        return _subscribe_page(request, _blank_form(_channel(request.GET.get("channel"))))
     verdict = ratelimit.hit(
         scope="subscribe-ip",
         value=ratelimit.client_address(request),
@@ -68,12 +103,12 @@ def subscribe(request: HttpRequest) -> HttpResponse:
         window=settings.SUBSCRIBE_RATE_WINDOW,
     )
     if not verdict.allowed:
-        response = render(
-            request, "subscriptions/subscribe.html", {"form": SubscribeForm(), "throttled": True}, status=429
+        response = _subscribe_page(
+            request, _blank_form(_channel(request.POST.get("kind"))), status=429, throttled=True
         )
         response["Retry-After"] = str(verdict.retry_after)
         return response
-    form = SubscribeForm(request.POST)
+    form = SubscribeForm(request.POST, channel=_channel(request.POST.get("kind")))
     if form.is_valid():
         email = form.cleaned_data["email"]
         per_address = ratelimit.hit(
@@ -97,12 +132,13 @@ def subscribe(request: HttpRequest) -> HttpResponse:
                     # The page's language (its URL prefix or the visitor's choice) is
                     # the language of the emails.
                     language=supported_language(translation.get_language()),
+                    time_zone=form.cleaned_data.get("time_zone") or "",
                 )
         except ValidationError as exc:
             _form_errors_from(form, exc)
         else:
             return redirect("subscriptions:subscribe_sent")
-    return render(request, "subscriptions/subscribe.html", {"form": form}, status=400)
+    return _subscribe_page(request, form, status=400)
 
 
 @require_safe
@@ -140,10 +176,10 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
         if action == "reenable" and subscriber.is_hook:
             services.subscriber_reenable(subscriber=subscriber)
             return redirect(request.path + "?saved=1")
-        if action == "rotate" and subscriber.is_hook:
+        if action == "rotate" and subscriber.kind == Subscriber.Kind.WEBHOOK:
             services.subscriber_rotate_secret(subscriber=subscriber)
             return redirect(request.path + "?saved=1")
-        form = ManageForm(request.POST)
+        form = ManageForm(request.POST, kind=subscriber.kind)
         if form.is_valid():
             try:
                 services.subscriber_update_products(
@@ -151,6 +187,7 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
                     all_products=form.all_products,
                     products=form.cleaned_data.get("products") or [],
                     language=form.cleaned_data.get("language") or None,
+                    time_zone=form.cleaned_data.get("time_zone") or None,
                 )
             except ValidationError as exc:
                 _form_errors_from(form, exc)
@@ -163,7 +200,9 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
                 "scope": "all" if subscriber.all_products else "some",
                 "products": list(subscriber.products.all()),
                 "language": subscriber.language,
-            }
+                "time_zone": subscriber.zone,
+            },
+            kind=subscriber.kind,
         )
     return render(
         request,
@@ -171,6 +210,7 @@ def manage(request: HttpRequest, token: str) -> HttpResponse:
         {
             "subscriber": subscriber,
             "form": form,
+            "errors": error_links(form),
             "unsubscribe_url": unsubscribe_url,
             "saved": request.GET.get("saved") == "1",
             "confirmed": request.GET.get("confirmed") == "1",

@@ -184,7 +184,7 @@ def test_it_sends_slack_a_block_kit_message(hooks: dict[str, Subscriber], gmail:
     header, facts, body, actions, context = message["blocks"]
     assert header["text"]["text"] == "New incident: Gmail <delays> & bounces"
     texts = [f["text"] for f in facts["fields"]]
-    assert "*Affected*\nGmail" in texts
+    assert "*Affected products*\nGmail" in texts
     assert "*Regions*\nus-east1" in texts
     # mrkdwn control characters from user text are escaped, so no fake links or mentions.
     assert body["text"]["text"] == "We are investigating *delays* for &lt;some&gt; users."
@@ -200,7 +200,7 @@ def test_it_sends_teams_an_adaptive_card(hooks: dict[str, Subscriber], gmail: An
     card = message["attachments"][0]["content"]
     assert card["body"][0]["text"] == "New incident: Gmail <delays> & bounces"
     facts = {f["title"]: f["value"] for f in card["body"][1]["facts"]}
-    assert facts["Affected"] == "Gmail" and facts["Impact"] == "Major"
+    assert facts["Affected products"] == "Gmail" and facts["Impact"] == "Major"
     assert card["actions"][0]["url"] == f"http://testserver/incidents/{incident.public_id}/"
     assert "[Unsubscribe](http://testserver/unsubscribe/" in card["body"][-1]["text"]
 

@@ -76,7 +76,8 @@ def test_it_confirms_a_french_subscriber_in_french_and_an_english_one_in_english
     assert french.subject == "Confirmez votre abonnement à État d’Acme"
     assert "Quelqu’un, probablement vous, a demandé à recevoir les notifications" in french.body_text
     assert "Le lien est valable 7 jours." in french.body_text
-    assert _fr("Se désabonner : http://testserver/fr/unsubscribe/") in french.body_text
+    assert "\nhttp://testserver/fr/subscribe/confirm/" in french.body_text
+    assert french.headers["List-Unsubscribe"].startswith("<http://testserver/fr/unsubscribe/")
     assert '<html lang="fr">' in french.body_html
     assert "Confirmer l’abonnement</a>" in french.body_html
     assert "Confirm subscription" not in french.body_text + french.body_html
@@ -85,7 +86,8 @@ def test_it_confirms_a_french_subscriber_in_french_and_an_english_one_in_english
     english = _email("erin@example.com", "subscription-confirm:")
     assert english.subject == "Confirm your subscription to Acme status"
     assert "The link works for 7 days. Nothing will be sent until you confirm." in english.body_text
-    assert "Unsubscribe: http://testserver/unsubscribe/" in english.body_text
+    assert "\nhttp://testserver/subscribe/confirm/" in english.body_text
+    assert english.headers["List-Unsubscribe"].startswith("<http://testserver/unsubscribe/")
     assert '<html lang="en">' in english.body_html
     assert "Confirm subscription</a>" in english.body_html
 
@@ -101,9 +103,11 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
     assert french.subject == "[Acme] Analyse en cours : Gmail delivery delays"
     text = french.body_text
     assert text.startswith(
-        _fr("Nouvel incident : Gmail delivery delays\nStatut : Analyse en cours · Impact : Majeur\n")
+        _fr("Nouvel incident : Gmail delivery delays\nÉtat : Analyse en cours · Impact : Majeur\n")
     )
-    assert _fr("Concerné : Gmail\nRégions : europe-west1\nDébut : 1 déc. 2026 à 14:05 UTC\n") in text
+    assert (
+        _fr("Produits concernés : Gmail\nRégions : europe-west1\nDébut : 1 déc. 2026 à 14:05 UTC\n") in text
+    )
     assert _fr("Analyse en cours (1 déc. 2026 à 14:05 UTC) :\nWe are looking into it.") in text
     assert "Vous recevez ce message parce que amelie@example.com est abonné" in text
     html = french.body_html
@@ -121,7 +125,7 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
     assert english.subject == "[Acme] Investigating: Gmail delivery delays"
     assert english.body_text.startswith(
         "New incident: Gmail delivery delays\nStatus: Investigating · Impact: Major\n"
-        "Affected: Gmail\nRegions: europe-west1\nStarted: 2026-12-01 14:05 UTC\n"
+        "Affected products: Gmail\nRegions: europe-west1\nStarted: 2026-12-01 14:05 UTC\n"
     )
     assert ">Started</td><td>2026-12-01 14:05 UTC</td>" in english.body_html
     assert "View on the status page</a>" in english.body_html
@@ -139,9 +143,11 @@ def test_it_renders_a_fan_out_once_per_language(
     renders: list[str | None] = []
     render_email = emails.render_email
 
-    def counting(name: str, context: dict[str, Any], *, language: str | None = None) -> Any:
+    def counting(
+        name: str, context: dict[str, Any], *, language: str | None = None, zone: str | None = None
+    ) -> Any:
         renders.append(language)
-        return render_email(name, context, language=language)
+        return render_email(name, context, language=language, zone=zone)
 
     monkeypatch.setattr(emails, "render_email", counting)
     with freeze_time("2026-12-01 15:00:00"):  # the signed links carry the time
@@ -165,6 +171,7 @@ def test_it_renders_a_fan_out_once_per_language(
                 "subscription_notification",
                 {**message.context, **links, "subscriber": subscriber},
                 language=subscriber.language,
+                zone=subscriber.zone,
             )
             row = _email(subscriber.email, "notify:")
             assert (row.subject, row.body_text, row.body_html) == (

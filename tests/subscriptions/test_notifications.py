@@ -99,7 +99,7 @@ def test_it_sends_a_gmail_subscriber_exactly_the_gmail_events(
     html = update_mail.get_body(preferencelist=("html",)).get_content()
     assert "Spam checking is overloaded" in text
     assert f"http://testserver/incidents/{gmail_incident.public_id}/" in text
-    assert "Affected: Gmail" in text
+    assert "Affected products: Gmail" in text
     # Markdown rendered and sanitised in the HTML part; no markup from the author runs.
     assert "<strong>mitigating</strong>" in html
     assert "<script>" not in html
