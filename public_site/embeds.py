@@ -99,7 +99,7 @@ def page_badge(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _public_product(slug: str) -> Product:
+def public_product(slug: str) -> Product:
     try:
         return products_public().get(slug=slug)
     except Product.DoesNotExist:
@@ -107,7 +107,7 @@ def _public_product(slug: str) -> Product:
 
 
 def product_badge(request: HttpRequest, slug: str) -> HttpResponse:
-    product = _public_product(slug)
+    product = public_product(slug)
     level = product_statuses(at=timezone.now(), products=[product]).get(product.pk, "operational")
     return badge_response(Badge(label=product.name, message=str(PRODUCT_STATUS_LABELS[level]), level=level))
 
@@ -136,8 +136,23 @@ def _content_html(entry: FeedEntry) -> str:
     return "".join(parts) or format_html("<p>{}</p>", entry.incident.title)
 
 
+def feed_title(product: Product | None) -> str:
+    """The title of the history feeds (Atom, RSS, JSON Feed), of the page or one product."""
+    if product is not None:
+        return f"{product.name} incident history · {site_title(settings.SITE_NAME)}"
+    return f"{settings.SITE_NAME} incident history"
+
+
+def feed_description(product: Product | None) -> str:
+    # site_title: "on the Status page", never "on the Status status page".
+    of = f" of {product.name}" if product is not None else ""
+    return (
+        f"Incidents and scheduled maintenance{of} on the {site_title(settings.SITE_NAME)} page, newest first."
+    )
+
+
 def json_feed_document(
-    *, entries: list[FeedEntry], title: str, feed_path: str, home_path: str
+    *, entries: list[FeedEntry], product: Product | None, feed_path: str
 ) -> dict[str, Any]:
     items = []
     for entry in entries:
@@ -148,19 +163,21 @@ def json_feed_document(
             "url": f"{settings.SITE_URL}{reverse('public:incident', args=[incident.public_id])}",
             "title": f"{incident.get_status_display()}: {incident.title}",
             "content_html": _content_html(entry),
-            "date_published": incident.started_at.isoformat(),
+            "date_published": entry.published_at.isoformat(),
             "date_modified": entry.updated_at.isoformat(),
             "tags": [incident.get_kind_display(), *(p.name for p in entry.products)],
         }
         if incident.summary:
             item["summary"] = incident.summary
         items.append(item)
+    home_path = reverse("public:product", args=[product.slug]) if product else reverse("public:history")
     return {
         "version": JSON_FEED_VERSION,
-        "title": title,
+        "title": feed_title(product),
         "home_page_url": f"{settings.SITE_URL}{home_path}",
         "feed_url": f"{settings.SITE_URL}{feed_path}",
-        "description": f"Incidents and scheduled maintenance on the {site_title(settings.SITE_NAME)} page, newest first.",
+        "description": feed_description(product),
+        "authors": [{"name": settings.SITE_NAME, "url": f"{settings.SITE_URL}/"}],
         "language": settings.LANGUAGE_CODE.split("-")[0],
         "items": items,
     }
@@ -173,20 +190,16 @@ def _json_feed_response(document: dict[str, Any]) -> HttpResponse:
 
 def history_json_feed(request: HttpRequest) -> HttpResponse:
     document = json_feed_document(
-        entries=public_history.feed_entries(),
-        title=f"{settings.SITE_NAME} incident history",
-        feed_path=reverse("feeds:history-json"),
-        home_path=reverse("public:history"),
+        entries=public_history.feed_entries(), product=None, feed_path=reverse("feeds:history-json")
     )
     return _json_feed_response(document)
 
 
 def product_json_feed(request: HttpRequest, slug: str) -> HttpResponse:
-    product = _public_product(slug)
+    product = public_product(slug)
     document = json_feed_document(
         entries=public_history.feed_entries(product=product),
-        title=f"{product.name} incident history · {site_title(settings.SITE_NAME)}",
+        product=product,
         feed_path=reverse("feeds:product-history-json", args=[product.slug]),
-        home_path=reverse("public:product", args=[product.slug]),
     )
     return _json_feed_response(document)

@@ -1,12 +1,13 @@
-"""Feeds, badges, the live version document and the uptime CSV: one address each, not
-translated (readers and embeds key on the URL). Their names are under `feeds:`."""
+"""Feeds, badges, the live version document, the uptime CSV, robots.txt and the sitemap:
+one address each, not translated (readers and embeds key on the URL). Their names are
+under `feeds:`."""
 
 from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public_site import embeds, feeds, live, views
+from public_site import crawlers, embeds, feeds, live, views
 
 app_name = "feeds"
 
@@ -17,6 +18,17 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
     path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),
     path("history.json", public_page("history-json")(embeds.history_json_feed), name="history-json"),
+    # Per product, the same three formats at the same addresses under the product.
+    path(
+        "products/<slug:slug>/history.atom",
+        public_page("product-history-atom")(feeds.ProductHistoryAtomFeed()),
+        name="product-history-atom",
+    ),
+    path(
+        "products/<slug:slug>/history.rss",
+        public_page("product-history-rss")(feeds.ProductHistoryRssFeed()),
+        name="product-history-rss",
+    ),
     path(
         "products/<slug:slug>/history.json",
         public_page("product-history-json")(embeds.product_json_feed),
@@ -28,4 +40,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         public_page("product-badge")(embeds.product_badge),
         name="product-badge",
     ),
+    path("robots.txt", crawlers.robots_txt, name="robots"),
+    path("sitemap.xml", public_page("sitemap")(crawlers.sitemap), name="sitemap"),
 ]

@@ -1,4 +1,5 @@
-"""Atom and RSS feeds of the incident history: one entry per incident, latest state.
+"""Atom and RSS feeds of the incident history, for the whole page and per product: one
+entry per incident, latest state. Entry dates are never in the future (FeedEntry).
 
 Every link is absolute on settings.SITE_URL, never the request's Host: a feed is cached
 and served to every reader, so the first requester must not choose its links.
@@ -26,7 +27,9 @@ from core.timezones import display_zone_active
 from edge.models import RenderProblem
 from edge.render_problems import render_problem_clear, render_problem_record
 from incidents.markdown import stored_html
+from incidents.models import Product
 from public_site import history as public_history
+from public_site.embeds import feed_description, feed_title, public_product
 from public_site.history import FeedEntry
 
 logger = logging.getLogger(__name__)
@@ -41,6 +44,9 @@ def absolute(path: str) -> str:
 
 
 class HistoryRssFeed(Feed):
+    """The page's history; the Product* subclasses below narrow it to one product (the
+    methods that take `product` get the object `get_object` returned)."""
+
     feed_type: type[SyndicationFeed] = Rss201rev2Feed
     url_name = "feeds:history-rss"
 
@@ -49,20 +55,29 @@ class HistoryRssFeed(Feed):
         with display_zone_active():
             return super().__call__(request, *args, **kwargs)
 
-    def title(self) -> str:
-        return f"{settings.SITE_NAME} incident history"
+    def title(self, product: Product | None) -> str:
+        return feed_title(product)
 
-    def link(self) -> str:
+    def link(self, product: Product | None) -> str:
+        if product is not None:
+            return absolute(reverse("public:product", args=[product.slug]))
         return absolute(reverse("public:history"))
 
-    def feed_url(self) -> str:
-        return absolute(reverse(self.url_name))
+    def feed_url(self, product: Product | None) -> str:
+        return absolute(reverse(self.url_name, args=[product.slug] if product is not None else []))
 
-    def description(self) -> str:
-        return f"Incidents and scheduled maintenance on the {settings.SITE_NAME} status page, newest first."
+    def description(self, product: Product | None) -> str:
+        return feed_description(product)
 
-    def items(self) -> list[FeedEntry]:
-        return public_history.feed_entries()
+    # RFC 4287 wants an author for every entry: the organisation, once for the feed.
+    def author_name(self) -> str:
+        return settings.SITE_NAME
+
+    def author_link(self) -> str:
+        return absolute("/")
+
+    def items(self, product: Product | None) -> list[FeedEntry]:
+        return public_history.feed_entries(product=product)
 
     def item_title(self, item: FeedEntry) -> str:
         return f"{item.incident.get_status_display()}: {item.incident.title}"
@@ -130,7 +145,7 @@ class HistoryRssFeed(Feed):
         return "".join(parts)
 
     def item_pubdate(self, item: FeedEntry) -> datetime:
-        return item.incident.started_at
+        return item.published_at
 
     def item_updateddate(self, item: FeedEntry) -> datetime:
         return item.updated_at
@@ -143,5 +158,18 @@ class HistoryAtomFeed(HistoryRssFeed):
     feed_type = Atom1Feed
     url_name = "feeds:history-atom"
 
-    def subtitle(self) -> str:
-        return self.description()
+    def subtitle(self, product: Product | None) -> str:
+        return self.description(product)
+
+
+class _OneProduct:
+    def get_object(self, request: HttpRequest, slug: str) -> Product:
+        return public_product(slug)
+
+
+class ProductHistoryRssFeed(_OneProduct, HistoryRssFeed):
+    url_name = "feeds:product-history-rss"
+
+
+class ProductHistoryAtomFeed(_OneProduct, HistoryAtomFeed):
+    url_name = "feeds:product-history-atom"

@@ -305,10 +305,19 @@ class FeedEntry:
     products: tuple[Product, ...]
 
     @property
+    def published_at(self) -> datetime:
+        """When readers could first know of it: an incident's start, but a maintenance
+        planned ahead is announced before it starts. Never after the row was written, so
+        never in the future (a feed date in the future breaks readers' ordering)."""
+        return min(self.incident.started_at, self.incident.created_at)
+
+    @property
     def updated_at(self) -> datetime:
-        if self.latest_update is not None:
-            return max(self.latest_update.display_at, self.incident.started_at)
-        return self.incident.started_at
+        """Its newest timeline entry, at the time shown or the time posted, whichever is
+        earlier: a maintenance's opening entry is shown at its planned start but was
+        posted when it was announced. Never before `published_at`, never in the future."""
+        posted = (min(u.display_at, u.created_at) for u in self.incident.updates.all())  # prefetched
+        return max([self.published_at, *posted])
 
 
 def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> list[FeedEntry]:

@@ -73,7 +73,7 @@ class LanguageLink:
     code: str
     name: str  # in its own language: "Français" reads as French to a French reader
     href: str  # the switch, which also remembers the choice
-    alternate: str  # the page itself in that language (rel=alternate hreflang)
+    alternate: str  # the page itself in that language, absolute on SITE_URL (rel=alternate hreflang)
     current: bool
 
 
@@ -86,7 +86,9 @@ def language_links(request: HttpRequest) -> list[LanguageLink]:
     here = request.path + (f"?{query}" if query else "")
     links = []
     for code, _name in settings.LANGUAGES:
-        alternate = path_in(request.path, code) + (f"?{query}" if query else "")
+        # Absolute, as search engines require of hreflang, and on SITE_URL, never the
+        # request's Host: the page is cached and served to every reader.
+        alternate = settings.SITE_URL + path_in(request.path, code) + (f"?{query}" if query else "")
         links.append(
             LanguageLink(
                 code=code,
@@ -142,18 +144,20 @@ def is_navigation(request: HttpRequest) -> bool:
 
 View = Callable[..., HttpResponse]
 
+# What the English `/` answers on besides its path: the switch's cookie, the browser's
+# languages, and whether the request is a navigation. Every answer of it names all three,
+# the page as well as the redirect, so a shared cache (nginx's micro-cache honours Vary)
+# keeps a copy per combination: it never hands the English page to a reader whose cookie
+# asks for French, nor the live script's re-read (never redirected) to a navigation.
+ENTRY_VARY = ("Accept-Language", "Cookie", "Sec-Fetch-Mode")
+
 
 def with_language_entry(view: View) -> View:
     """Wrap the English `/`: send a visitor who prefers another language there."""
 
-    @wraps(view)
-    def entry_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def answer(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         default = settings.LANGUAGE_CODE
-        if (
-            request.method not in ("GET", "HEAD")
-            or language_of_path(request.path_info) != default
-            or not is_navigation(request)
-        ):
+        if not is_navigation(request):
             return view(request, *args, **kwargs)
         chosen = cookie_language(request)
         from_header = header_language(request)
@@ -163,17 +167,24 @@ def with_language_entry(view: View) -> View:
             with translation.override(language):
                 target = reverse("public:index")
             redirect = HttpResponseRedirect(target + (f"?{query}" if query else ""))
-            patch_vary_headers(redirect, ("Accept-Language", "Cookie"))
             redirect["Cache-Control"] = PRIVATE
             return redirect
         response = view(request, *args, **kwargs)
-        patch_vary_headers(response, ("Accept-Language",))
         if from_header != default:
-            # English by the visitor's own choice against what the browser asks for: a
-            # shared cache must not hand this answer to the next reader of that header
-            # (nginx's micro-cache ignores Cache-Control but honours Vary).
+            # English by the visitor's own choice against what the browser asks for:
+            # kept out of shared caches altogether.
             response["Cache-Control"] = PRIVATE
-            patch_vary_headers(response, ("Cookie",))
+        return response
+
+    @wraps(view)
+    def entry_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if (
+            request.method not in ("GET", "HEAD")
+            or language_of_path(request.path_info) != settings.LANGUAGE_CODE
+        ):
+            return view(request, *args, **kwargs)
+        response = answer(request, *args, **kwargs)
+        patch_vary_headers(response, ENTRY_VARY)
         return response
 
     return shed_exempt(entry_view)

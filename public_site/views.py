@@ -18,6 +18,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.cache import patch_vary_headers
 
 from core.timezones import in_display_zone
 from edge.http import is_anonymous_request
@@ -64,8 +65,13 @@ def _incident_signed_in(request: HttpRequest, public_id: str) -> HttpResponse:
 
 def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     if is_anonymous_request(request):
-        return _incident_anonymous(request, public_id=public_id)
-    return _incident_signed_in(request, public_id=public_id)
+        response = _incident_anonymous(request, public_id=public_id)
+    else:
+        response = _incident_signed_in(request, public_id=public_id)
+    # The session cookie chooses between the two (staff see previews), so even the
+    # shared anonymous copy says so: a cache must not hand it to a signed-in reader.
+    patch_vary_headers(response, ("Cookie",))
+    return response
 
 
 # Query values that make cache variants (edge.page_cache): the canonical value, None for

@@ -38,9 +38,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
-# The organisation's name. Pages and emails call the site "<SITE_NAME> status" unless the
-# name already says "status" (core.text.site_title): the default reads "Status", never
-# "Status status".
+# The organisation's name: pages, feeds and emails say "<SITE_NAME> status" unless it says
+# "status" already (core.text.site_title), so the default reads "Status", not "Status status".
 SITE_NAME = env_str("SITE_NAME", "Status")
 
 INSTALLED_APPS = [
@@ -51,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django.contrib.sitemaps",
     "corsheaders",
     "rest_framework",
     "drf_spectacular",

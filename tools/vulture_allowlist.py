@@ -23,6 +23,9 @@ FOUND_BY_FRAMEWORKS = (
     _.has_permission,  # DRF calls it on each permission class
     _.Access,  # a model without a table: Django creates the permissions of core.roles from it
     _.feed_url,  # django.contrib.syndication.Feed reads it by name (the feed's self link)
+    _.author_name,  # Feed reads these by name too: the feed's <author> (RFC 4287)
+    _.author_link,
+    _.lastmod,  # django.contrib.sitemaps.Sitemap reads it by name (<lastmod>)
 )
 CALLED_BY_TESTS = (
     # Breaker state is per process; tests/conftest.py closes the breakers between tests.
@@ -35,6 +38,7 @@ FRAMEWORK_PARAMETERS = (
     _.public,
     _.media_type,  # DRF Parser.parse
     _.view_args,  # Django middleware process_view
+    _.protocol,  # Sitemap.get_protocol(protocol), overridden by public_site.crawlers
     _.view_kwargs,
     _.model_admin,  # admin list filters: lookups() and queryset()
     _.app_configs,  # Django system checks

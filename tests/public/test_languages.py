@@ -42,7 +42,8 @@ def test_it_serves_french_under_fr_and_english_at_the_bare_paths(client: Client)
     assert "Current status by product" not in body
     # Links stay in French, and the English page names its French twin.
     assert f'href="/fr/incidents/{incident.public_id}/"' in body
-    assert '<link rel="alternate" hreflang="fr" href="/fr/">' in english
+    # hreflang alternates are absolute (search engines require it), on SITE_URL.
+    assert f'<link rel="alternate" hreflang="fr" href="{settings.SITE_URL}/fr/">' in english
 
     for path in (
         f"/fr/incidents/{incident.public_id}/",
