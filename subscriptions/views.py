@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import ValidationError
+from django.core.validators import slug_re
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -57,10 +58,20 @@ def _subscriber_or_error(
         return None, _bad_link(request, expired=False)
 
 
+def _preselected(request: HttpRequest) -> dict[str, Any]:
+    # `?product=<slug>` (repeatable), from a product or an incident page, ticks those
+    # products under "Only the products I choose"; unknown or malformed slugs are ignored.
+    slugs = [s for s in request.GET.getlist("product")[:50] if len(s) <= 100 and slug_re.fullmatch(s)]
+    products = list(incident_selectors.products_public().filter(slug__in=slugs)) if slugs else []
+    return {"scope": "some", "products": products} if products else {}
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
 def subscribe(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return render(request, "subscriptions/subscribe.html", {"form": SubscribeForm()})
+        return render(
+            request, "subscriptions/subscribe.html", {"form": SubscribeForm(initial=_preselected(request))}
+        )
     verdict = ratelimit.hit(
         scope="subscribe-ip",
         value=ratelimit.client_address(request),
