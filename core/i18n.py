@@ -49,6 +49,16 @@ def supported_language(value: str | None) -> str:
     return base if base in codes else default_language()
 
 
+def first_of_month(pattern: str, day: int) -> str:
+    """A Django date format for a given day of the month: the first is "1er" in French
+    ("1er déc. 2026"), plain elsewhere; every other day is unchanged."""
+    if day != 1:
+        return pattern
+    # Translators: the first day of a month, in Django's date format syntax: "j" is the
+    # day's number; escape literal letters with a backslash ("j\\e\\r" gives "1er").
+    return pattern.replace("j", pgettext("the first day of a month", "j"), 1)
+
+
 def display_datetime(value: datetime | None, zone: str | ZoneInfo) -> str:
     """A time in `zone` in the active language, with the zone named (emails have no
     <time> element): "2026-12-02 14:05 UTC", "2 déc. 2026 à 14:05 UTC"."""
@@ -59,7 +69,7 @@ def display_datetime(value: datetime | None, zone: str | ZoneInfo) -> str:
     # Translators: a date and time in an email, in Django's date format syntax
     # (https://docs.djangoproject.com/en/stable/ref/templates/builtins/#date); escape
     # literal letters with a backslash. The zone's name follows it.
-    pattern = pgettext("email datetime format", "Y-m-d H:i")
+    pattern = first_of_month(pgettext("email datetime format", "Y-m-d H:i"), local.day)
     return f"{dateformat.format(local, pattern)} {local.tzname()}"
 
 
@@ -68,7 +78,8 @@ def display_date(value: object) -> str:
     if value is None:
         return ""
     # Translators: a date in an email, in Django's date format syntax.
-    return dateformat.format(value, pgettext("email date format", "Y-m-d"))  # type: ignore[arg-type]
+    pattern = first_of_month(pgettext("email date format", "Y-m-d"), value.day)  # type: ignore[attr-defined]
+    return dateformat.format(value, pattern)  # type: ignore[arg-type]
 
 
 def month_label(value: object) -> str:

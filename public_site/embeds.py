@@ -16,7 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import escape, format_html, format_html_join
 
 from core.text import site_title
 from incidents.markdown import stored_html
@@ -103,6 +103,18 @@ def public_product(slug: str) -> Product:
         return products_public().get(slug=slug)
     except Product.DoesNotExist:
         raise Http404("No such product.") from None
+
+
+def product_badge_snippet(product: Product) -> str:
+    """The HTML another site pastes to show this product's badge, linked to its page; shown
+    as text on the product page. Absolute on SITE_URL. No script: the status-embed script
+    reads the page's overall status, the badge alone says the product's."""
+    page = settings.SITE_URL + reverse("public:product", args=[product.slug])
+    badge = settings.SITE_URL + reverse("feeds:product-badge", args=[product.slug])
+    return (
+        f'<a href="{escape(page)}"><img src="{escape(badge)}" '
+        f'alt="{escape(product.name)} status" height="20"></a>'
+    )
 
 
 def product_badge(request: HttpRequest, slug: str) -> HttpResponse:

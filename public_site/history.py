@@ -7,16 +7,20 @@ public incidents on public products appear.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.core.validators import slug_re
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.db.models.functions import TruncMonth
 from django.http import Http404
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
+from core.text import CONTROL_CHARS
 from incidents import uptime
 from incidents.models import (
     ImpactWindow,
@@ -29,11 +33,13 @@ from incidents.selectors import (
     incidents_public,
     products_public,
 )
+from public_site.locations import LocationStatus, location_statuses, locations_catalogue
 from public_site.pages import (
     FEED_SIZE,
     HISTORY_PRODUCT_PAGE_SIZE,
     PRODUCT_UPTIME_PERIODS,
     UPTIME_BAR_DAYS,
+    UPTIME_BAR_DAYS_NARROW,
     DayView,
     day_views,
     display_zone,
@@ -89,6 +95,12 @@ class ProductPage:
     uptime_periods: tuple[UptimePeriod, ...]
     incidents: tuple[PastIncident, ...]
     page: Page
+    locations: tuple[LocationStatus, ...] = ()
+
+    @property
+    def uptime_narrow(self) -> uptime.Uptime:
+        # The figure beside the 30 bars a phone shows (pages.UPTIME_BAR_DAYS_NARROW).
+        return next(p.uptime for p in self.uptime_periods if p.days == UPTIME_BAR_DAYS_NARROW)
 
     @property
     def status_label(self) -> str:
@@ -117,7 +129,8 @@ def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
 
 
 def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1) -> ProductPage:
-    """A product's status, uptime for 30/90/365 days and its incidents, newest first."""
+    """A product's status (overall and per location), uptime for 30/90/365 days and its
+    incidents, newest first."""
     try:
         product = products_public().get(slug=slug)
     except Product.DoesNotExist:
@@ -160,6 +173,7 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
         uptime_periods=periods,
         incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
         page=page,
+        locations=location_statuses(windows=windows, locations=locations_catalogue(), now=now),
     )
 
 
@@ -168,16 +182,23 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
 
 @dataclass(frozen=True)
 class RecentDay:
-    """One day (display zone) of the "Recent incidents" list, newest day first."""
+    """One entry of the "Recent incidents" list, newest first: a day (display zone) with
+    its incidents, or a run of quiet days from `first` to `date`, said in one line ("No
+    incidents reported, 3-13 Nov") instead of a heading and a line per day."""
 
-    date: date
+    first: date  # its oldest day: `date` itself unless this is a run of quiet days
+    date: date  # its newest day
     incidents: tuple[PastIncident, ...]
+
+    @property
+    def is_run(self) -> bool:
+        return self.first != self.date
 
 
 def recent_incidents(*, now: datetime, days: int) -> tuple[RecentDay, ...]:
     """The last `days` days, today first, each with the public incidents (and maintenance)
-    that started that day, newest first. Quiet days are kept, empty, so the page can say
-    "No incidents reported" as the anchors do. Two queries."""
+    that started that day, newest first; consecutive quiet days make one entry. Two
+    queries."""
     tz = display_zone()
     count = max(1, days)
     span = uptime.display_days(last=today_local(now), count=count, tz=tz)
@@ -198,7 +219,14 @@ def recent_incidents(*, now: datetime, days: int) -> tuple[RecentDay, ...]:
     by_day: dict[date, list[PastIncident]] = defaultdict(list)
     for incident in incidents:
         by_day[uptime.local_date(incident.started_at, tz)].append(_past_incident(incident, now=now))
-    return tuple(RecentDay(date=d.date, incidents=tuple(by_day.get(d.date, ()))) for d in reversed(span))
+    entries: list[RecentDay] = []
+    for d in reversed(span):
+        found = tuple(by_day.get(d.date, ()))
+        if not found and entries and not entries[-1].incidents:
+            entries[-1] = replace(entries[-1], first=d.date)  # one day older, still quiet
+        else:
+            entries.append(RecentDay(date=d.date, incidents=found, first=d.date))
+    return tuple(entries)
 
 
 # --- History archive by month ---------------------------------------------------------------
@@ -217,12 +245,65 @@ class HistoryYear:
 
 
 @dataclass(frozen=True)
+class HistoryFilter:
+    """The history's product filter and text search (`history_filter` parses them)."""
+
+    product: Product | None = None
+    text: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.product is not None or bool(self.text)
+
+    @property
+    def query_suffix(self) -> str:
+        """What a month link adds to keep this filter: '&product=gmail&q=spam', or ''."""
+        pairs = [("product", self.product.slug)] if self.product is not None else []
+        pairs += [("q", self.text)] if self.text else []
+        return "&" + urlencode(pairs) if pairs else ""
+
+
+class HistoryFilterError(ValueError):
+    """A filter value the page refuses, with the message it shows."""
+
+
+# Longer searches are refused: a title or a sentence is shorter, and a bound keeps the
+# scan cheap. The scan itself covers one month of public incidents (`history_page`).
+SEARCH_MAX_LENGTH = 100
+
+
+def history_filter(*, product: str | None, text: str | None) -> HistoryFilter:
+    """The filter from the form's raw values. Raises HistoryFilterError with a message
+    for a search too long or with control characters, or a product not on the page."""
+    words = " ".join((text or "").split())  # runs of spaces and line breaks are one space
+    if len(words) > SEARCH_MAX_LENGTH:
+        raise HistoryFilterError(
+            _("Search for at most %(max)d characters (this has %(length)d).")
+            % {"max": SEARCH_MAX_LENGTH, "length": len(words)}
+        )
+    if CONTROL_CHARS.search(words):
+        raise HistoryFilterError(_("Control characters are not allowed in a search."))
+    chosen = None
+    if product:
+        chosen = products_public().filter(slug=product).first() if slug_re.fullmatch(product) else None
+        if chosen is None:
+            raise HistoryFilterError(
+                _("There is no product “%(product)s” on this page. Choose one from the list.")
+                % {"product": product[:100]}
+            )
+    return HistoryFilter(product=chosen, text=words)
+
+
+@dataclass(frozen=True)
 class HistoryPage:
     month: date
     previous_month: date
     next_month: date | None
     incidents: tuple[PastIncident, ...]
     years: tuple[HistoryYear, ...]
+    products: tuple[Product, ...] = ()  # what the filter offers
+    filter: HistoryFilter = HistoryFilter()
+    month_total: int = 0  # the month's incidents before the filter (counted only under one)
 
 
 def month_start(day: date) -> date:
@@ -250,14 +331,31 @@ def parse_month(value: str | None, *, now: datetime) -> date:
     return month
 
 
-def history_page(*, month: date, now: datetime) -> HistoryPage:
-    """Public incidents that started in `month` (display zone), and the months that have any."""
+def _filtered(incidents: QuerySet[Incident], flt: HistoryFilter) -> QuerySet[Incident]:
+    if flt.product is not None:
+        incidents = incidents.filter(
+            Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=flt.product))
+        )
+    if flt.text:
+        # A plain case-insensitive scan, bounded by the month (its started_at index) and
+        # the search's length: titles, summaries and the text of every public update.
+        said = IncidentUpdate.objects.filter(incident=OuterRef("pk"), body__icontains=flt.text)
+        incidents = incidents.filter(
+            Q(title__icontains=flt.text) | Q(summary__icontains=flt.text) | Q(Exists(said))
+        )
+    return incidents
+
+
+def history_page(*, month: date, now: datetime, flt: HistoryFilter | None = None) -> HistoryPage:
+    """Public incidents that started in `month` (display zone) and pass the filter, and
+    the months that have any."""
+    flt = flt or HistoryFilter()
     tz = display_zone()
     start = uptime.local_midnight(month, tz)
     end = uptime.local_midnight(add_months(month, 1), tz)
+    in_month = incidents_public().filter(started_at__gte=start, started_at__lt=end)
     incidents = (
-        incidents_public()
-        .filter(started_at__gte=start, started_at__lt=end)
+        _filtered(in_month, flt)
         .prefetch_related(
             Prefetch(
                 "windows",
@@ -275,6 +373,9 @@ def history_page(*, month: date, now: datetime) -> HistoryPage:
         next_month=add_months(month, 1) if month < current else None,
         incidents=tuple(_past_incident(i, now=now) for i in incidents),
         years=_history_years(tz),
+        products=tuple(products_public()),
+        filter=flt,
+        month_total=in_month.count() if flt.active else 0,
     )
 
 

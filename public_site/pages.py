@@ -51,6 +51,9 @@ from incidents.selectors import (
 )
 
 UPTIME_BAR_DAYS = 90
+# A phone draws only the last 30 bars (status.css), and the figure beside them then
+# counts those 30 days: the figure always matches the bars a visitor sees.
+UPTIME_BAR_DAYS_NARROW = 30
 PRODUCT_UPTIME_PERIODS = (30, 90, 365)
 HISTORY_PRODUCT_PAGE_SIZE = 20
 FEED_SIZE = 50
@@ -90,6 +93,7 @@ def windows_between(
         .only(
             "id",
             "product_id",
+            "location_id",
             "level",
             "started_at",
             "ended_at",
@@ -256,6 +260,8 @@ class ProductRow:
     status: str
     days: tuple[DayView, ...]  # the uptime bars, oldest first
     grid: tuple[DayView, ...]  # the last STATUS_GRID_DAYS days, oldest first
+    # Before `uptime`, whose name would hide the module's in the annotations below it.
+    uptime_narrow: uptime.Uptime  # over the UPTIME_BAR_DAYS_NARROW days a phone shows
     uptime: uptime.Uptime
 
     @property
@@ -371,8 +377,11 @@ def status_page(*, now: datetime) -> StatusPage:
                 days=views[-UPTIME_BAR_DAYS:],
                 grid=views[-grid_count:],
                 uptime=uptime.uptime(
+                    spans, start=days[-UPTIME_BAR_DAYS].start, end=days[-1].end, now=now, weights=weights
+                ),
+                uptime_narrow=uptime.uptime(
                     spans,
-                    start=days[-UPTIME_BAR_DAYS].start,
+                    start=days[-UPTIME_BAR_DAYS_NARROW].start,
                     end=days[-1].end,
                     now=now,
                     weights=weights,

@@ -21,10 +21,11 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 
 from core.timezones import in_display_zone
-from edge.http import is_anonymous_request
+from edge.http import PUBLIC_CACHE_CONTROL, is_anonymous_request
 from edge.page_cache import public_page
 from insights import present as insights_present
 from insights import selectors as insights_selectors
+from public_site import embeds
 from public_site import history as public_history
 from public_site import pages as public_selectors
 from public_site import uptime as public_uptime
@@ -102,15 +103,28 @@ def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     page = public_history.product_page(slug=slug, now=timezone.now(), page_number=requested)
     if page.page.number != requested:
         raise Http404("No such page.")  # past the last page
-    return render(request, "public/product.html", {"page": page, "product": page.product})
+    return render(
+        request,
+        "public/product.html",
+        {"page": page, "product": page.product, "badge_snippet": embeds.product_badge_snippet(page.product)},
+    )
 
 
-@public_page("history", vary_on_query={"month": month_variant})
-@in_display_zone
-def history(request: HttpRequest) -> HttpResponse:
+def product_variant(value: str) -> str | None:
+    # A product filter names one of a few products; anything else is refused by the
+    # page with a 400 (history_filter), and a 400 is never cached.
+    return value[:101]
+
+
+def _render_history(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     month = public_history.parse_month(request.GET.get("month"), now=now)
-    page = public_history.history_page(month=month, now=now)
+    error = ""
+    try:
+        flt = public_history.history_filter(product=request.GET.get("product"), text=request.GET.get("q"))
+    except public_history.HistoryFilterError as exc:
+        error, flt = str(exc), public_history.HistoryFilter()
+    page = public_history.history_page(month=month, now=now, flt=flt)
     # The archive runs from the month before its first incident (where the "previous"
     # links end) to this month; nothing before it is a page, nor a cache entry.
     current = public_history.parse_month(None, now=now)
@@ -118,7 +132,37 @@ def history(request: HttpRequest) -> HttpResponse:
     floor = public_history.add_months(min(first, current), -1)
     if month < floor:
         raise Http404("No such month.")
-    return render(request, "public/history.html", {"page": page, "earliest_month": floor})
+    context = {
+        "page": page,
+        "earliest_month": floor,
+        "filter_error": error,
+        "search_max_length": public_history.SEARCH_MAX_LENGTH,
+        "form": {"product": request.GET.get("product", ""), "q": request.GET.get("q", "")},
+    }
+    return render(request, "public/history.html", context, status=400 if error else 200)
+
+
+@public_page("history", vary_on_query={"month": month_variant, "product": product_variant})
+@in_display_zone
+def _history_cached(request: HttpRequest) -> HttpResponse:
+    return _render_history(request)
+
+
+@in_display_zone
+def _history_search(request: HttpRequest) -> HttpResponse:
+    response = _render_history(request)
+    if response.status_code == 200:
+        response["Cache-Control"] = PUBLIC_CACHE_CONTROL
+    return response
+
+
+def history(request: HttpRequest) -> HttpResponse:
+    """The archive by month, optionally for one product. A text search is rendered for
+    each request instead of cached: every word searched would otherwise be a cache entry
+    (its cost is bounded by history_filter and history_page: one month, 100 characters)."""
+    if request.GET.get("q", "").strip():
+        return _history_search(request)
+    return _history_cached(request)
 
 
 # The uptime report: the same for every visitor, no query parameters.

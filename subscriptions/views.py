@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import ValidationError
+from django.core.validators import slug_re
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -88,14 +89,24 @@ def _subscribe_page(
     )
 
 
-def _blank_form(channel: str) -> SubscribeForm:
-    return SubscribeForm(channel=channel, initial={"kind": channel, "time_zone": settings.DISPLAY_TIME_ZONE})
+def _blank_form(channel: str, preselected: dict[str, Any]) -> SubscribeForm:
+    initial = {"kind": channel, "time_zone": settings.DISPLAY_TIME_ZONE, **preselected}
+    return SubscribeForm(channel=channel, initial=initial)
+
+
+def _preselected(request: HttpRequest) -> dict[str, Any]:
+    # `?product=<slug>` (repeatable), from a product or an incident page, ticks those
+    # products under "Only the products I choose"; unknown or malformed slugs are ignored.
+    slugs = [s for s in request.GET.getlist("product")[:50] if len(s) <= 100 and slug_re.fullmatch(s)]
+    products = list(incident_selectors.products_public().filter(slug__in=slugs)) if slugs else []
+    return {"scope": "some", "products": products} if products else {}
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def subscribe(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return _subscribe_page(request, _blank_form(_channel(request.GET.get("channel"))))
+        channel = _channel(request.GET.get("channel"))
+        return _subscribe_page(request, _blank_form(channel, _preselected(request)))
     verdict = ratelimit.hit(
         scope="subscribe-ip",
         value=ratelimit.client_address(request),
@@ -104,7 +115,7 @@ def subscribe(request: HttpRequest) -> HttpResponse:
     )
     if not verdict.allowed:
         response = _subscribe_page(
-            request, _blank_form(_channel(request.POST.get("kind"))), status=429, throttled=True
+            request, _blank_form(_channel(request.POST.get("kind")), {}), status=429, throttled=True
         )
         response["Retry-After"] = str(verdict.retry_after)
         return response

@@ -16,8 +16,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
+from core.i18n import first_of_month
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
+from public_site.history import RecentDay
 from public_site.pages import DayView
 
 register = template.Library()
@@ -46,11 +48,13 @@ def duration_filter(delta: timedelta | None) -> str:
 
 
 # Dates and times as each language writes them: English keeps its formats byte for byte;
-# French abbreviates months with a full stop ("mer 2 déc. 2026, 05:00 PST": Django's
-# `N` gives the French abbreviations, `M` would give "Déc").
+# French follows the Office québécois de la langue française (docs/glossary-fr.md):
+# abbreviated days and months end with a full stop ("mer. 2 déc. 2026, 05:00 PST";
+# Django's `N` gives the French month abbreviations, `M` would give "Déc"), and the first
+# of the month is "1er" (core.i18n.first_of_month).
 DATE_STYLES = {
     "en": {"long": "D j M Y, H:i T", "short": "j M, H:i T", "date": "D j M Y", "day": "j M"},
-    "fr": {"long": "D j N Y, H:i T", "short": "j N, H:i T", "date": "D j N Y", "day": "j N"},
+    "fr": {"long": "D. j N Y, H:i T", "short": "j N, H:i T", "date": "D. j N Y", "day": "j N"},
 }
 
 
@@ -60,33 +64,51 @@ def local_date_filter(value: date | datetime | None, style: str) -> str:
     if value is None or value == "":
         return ""
     styles = DATE_STYLES.get(translation.get_language() or "", DATE_STYLES["en"])
-    return date_filter(value, styles[style])
+    return date_filter(value, first_of_month(styles[style], value.day))
 
 
 # Calendar-day labels. The 90-day bars and the day grid print a few labels per product
 # per day, tens of thousands on a large page; Django's `date` filter goes through the
 # localisation machinery each time, these are formatted once per day, format and
 # language. English keeps its strftime formats (C locale); other languages go through
-# Django's date formatting once, with their own day and month names.
+# Django's date formatting once, with their own day and month names and the formats of
+# DATE_STYLES ("long" is its "date", "short" its "day").
 _DAY_FORMATS = {"long": "{d:%a} {d.day} {d:%b %Y}", "short": "{d.day} {d:%b}", "iso": "{d:%Y-%m-%d}"}
-_DAY_DATE_FORMATS = {"long": "D j N Y", "short": "j N", "iso": "Y-m-d"}
+_DAY_STYLES = {"long": "date", "short": "day"}
 
 
 @lru_cache(maxsize=4096)
 def _day_label(day: date, style: str, language: str) -> str:
     if language == settings.LANGUAGE_CODE or style == "iso":
         return _DAY_FORMATS[style].format(d=day)
+    fmt = DATE_STYLES.get(language, DATE_STYLES["en"])[_DAY_STYLES[style]]
     with translation.override(language):
-        return dateformat.format(day, _DAY_DATE_FORMATS[style])
+        return dateformat.format(day, first_of_month(fmt, day.day))
 
 
 @register.filter(name="day_label")
 def day_label_filter(day: date | None, style: str = "long") -> str:
     """`{{ day|day_label }}` -> 'Sun 29 Nov 2026'; 'short' -> '29 Nov'; 'iso' -> '2026-11-29'.
-    In French: 'dim 29 nov. 2026', '29 nov.'."""
+    In French: 'dim. 29 nov. 2026', '29 nov.', '1er déc.'."""
     if day is None:
         return ""
     return _day_label(day, style, translation.get_language() or settings.LANGUAGE_CODE)
+
+
+@register.filter(name="quiet_days")
+def quiet_days_filter(entry: RecentDay) -> str:
+    """A run of days without incidents in one line: 'No incidents reported, 3-13 Nov'
+    (an en dash; 'Aucun incident signalé du 3 au 13 nov.'), across months '28 Oct-3 Nov';
+    one day 'No incidents reported, 29 Nov'."""
+    last = day_label_filter(entry.date, "short")
+    if not entry.is_run:
+        return gettext("No incidents reported, %(day)s") % {"day": last}
+    if (entry.first.year, entry.first.month) == (entry.date.year, entry.date.month):
+        first = dateformat.format(entry.first, first_of_month("j", entry.first.day))
+    else:
+        first = day_label_filter(entry.first, "short")
+    # The days joined by an en dash (U+2013), as English writes a range.
+    return gettext("No incidents reported, %(first)s–%(last)s") % {"first": first, "last": last}  # noqa: RUF001
 
 
 @register.filter(name="labelled")

@@ -68,7 +68,7 @@ def test_it_writes_a_french_customers_letter_in_french_with_french_figures(gmail
         assert f"99,79{NBSP}%" in body  # uptime, French decimal comma and spacing
         assert f"99,9{NBSP}%" in body  # the target
         assert f"1{NBSP}h 30{NBSP}min" in body  # the duration, each figure kept with its unit
-        assert "1 sept. 2009 à 12:45 PDT" in body  # the incident's start, in the policy's zone
+        assert "1er sept. 2009 à 12:45 PDT" in body  # the incident's start, in the policy's zone; "1er"
         assert "30 oct. 2009" in body  # the claim deadline
         assert "Votre avoir" in body and "3 jours de service" in body
         assert "Your credit" not in body and "99.79" not in body

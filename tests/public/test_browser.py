@@ -460,7 +460,7 @@ def test_it_keeps_a_french_page_current_in_french(
         _wait_text(page, "[data-live='incidents']", "Gmail cannot send mail")
         assert "Incidents en cours" in page.locator("[data-live='incidents']").inner_text()
         assert "Analyse en cours" in page.locator("[data-live='incidents'] .badge--status").first.inner_text()
-        assert page.locator("[data-banner-description]").inner_text() == "Panne majeure des systèmes"
+        assert page.locator("[data-banner-description]").inner_text() == "Panne majeure"
         incident_resolve(incident=incident, body="Mail flows again.")
         _wait_text(page, "[data-banner-description]", "Tous les systèmes sont opérationnels")
         assert "Résolu" in page.locator("[data-live='recent'] .recent__day").first.inner_text()

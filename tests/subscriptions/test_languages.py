@@ -106,14 +106,14 @@ def test_it_notifies_each_subscriber_in_their_language(gmail, django_capture_on_
         _fr("Nouvel incident : Gmail delivery delays\nÉtat : Analyse en cours · Impact : Majeur\n")
     )
     assert (
-        _fr("Produits concernés : Gmail\nRégions : europe-west1\nDébut : 1 déc. 2026 à 14:05 UTC\n") in text
+        _fr("Produits concernés : Gmail\nRégions : europe-west1\nDébut : 1er déc. 2026 à 14:05 UTC\n") in text
     )
-    assert _fr("Analyse en cours (1 déc. 2026 à 14:05 UTC) :\nWe are looking into it.") in text
+    assert _fr("Analyse en cours (1er déc. 2026 à 14:05 UTC) :\nWe are looking into it.") in text
     assert "Vous recevez ce message parce que amelie@example.com est abonné" in text
     html = french.body_html
     assert '<html lang="fr">' in html
     assert ">État</td><td>Analyse en cours</td>" in html
-    assert ">Début</td><td>1 déc. 2026 à 14:05 UTC</td>" in html
+    assert ">Début</td><td>1er déc. 2026 à 14:05 UTC</td>" in html
     assert "Voir sur la page d’état</a>" in html
     assert "Se désabonner</a>" in html
     # Its link to the incident opens the French page; the English subscriber's, the bare one.
@@ -214,7 +214,7 @@ def test_it_writes_slack_messages_in_the_channels_language(gmail) -> None:
     assert payload["text"] == _fr("Nouvel incident : Gmail delivery delays")
     fields = [f["text"] for f in payload["blocks"][1]["fields"]]
     assert "*État*\nAnalyse en cours" in fields
-    assert "*Début*\n1 déc. 2026 à 14:05 UTC" in fields
+    assert "*Début*\n1er déc. 2026 à 14:05 UTC" in fields
     button = next(b for b in payload["blocks"] if b["type"] == "actions")["elements"][0]
     assert button["url"] == f"http://testserver/fr/incidents/{incident.public_id}/"
     # The JSON payloads keep the page's one canonical address.
