@@ -73,7 +73,7 @@ def test_it_labels_each_channels_url_for_what_it_is(client: Client) -> None:
     assert "Slack incoming-webhook URL" in slack and "hooks.slack.com" in slack
     assert "Your email address" in slack
     teams = client.get("/fr/subscribe/?channel=teams").content.decode()
-    assert "URL du webhook entrant Teams" in teams and "Votre adresse e-mail" in teams
+    assert "URL du webhook entrant Teams" in teams and "Votre adresse de courriel" in teams
     email = client.get("/subscribe/").content.decode()
     assert "Webhook URL" not in email and "incoming-webhook" not in email
 
