@@ -32,11 +32,12 @@ from public_site.history import FeedEntry
 
 # --- Badges ------------------------------------------------------------------------------------
 
-# Fill colours per product level (the page's palette, dark enough for white text).
+# Fill colours per product level (the page's palette, each at least 4.5:1 with white text,
+# WCAG AA; tests/public/test_axe.py measures them).
 BADGE_COLOURS = {
     "operational": "#188038",
     "under_maintenance": "#1558b0",
-    "degraded_performance": "#a86b00",
+    "degraded_performance": "#9e6500",
     "partial_outage": "#c25400",
     "major_outage": "#c5221f",
 }

@@ -10,6 +10,14 @@
  *
  * Any failure (network, HTTP error, unexpected body) leaves the page as it is and logs
  * nothing; the next tick tries again. Hidden tabs do not poll; they catch up when shown.
+ *
+ * Screen readers hear changes only: each element marked data-announce="key" (the overall
+ * status, a product's status, an incident card, one update of an incident) is read as
+ * text before and after a swap, and only keys whose text is new or different are spoken,
+ * once, through the page's role="status" region. A re-read that merely moves the clock
+ * (the "last updated" time, a running duration) says nothing. The text of a key is that
+ * of its [data-announce-text] parts when it has some (never a <time>, so the visitor's
+ * time zone choice cannot look like a change), else its own text.
  */
 (function () {
   "use strict";
@@ -28,14 +36,57 @@
   var busy = false;
   var timer = null;
 
-  function announce(text) {
+  // Parts and changes are read as sentences: a pause between a title and its status.
+  function sentences(texts) {
+    return texts.filter(Boolean).map(function (text) {
+      return /[.!?…:;]$/.test(text) ? text : text + ".";
+    }).join(" ");
+  }
+
+  function spoken(element) {
+    var parts = element.querySelectorAll("[data-announce-text]");
+    var texts = parts.length ? Array.prototype.map.call(parts, function (part) {
+      return part.textContent;
+    }) : [element.textContent];
+    return sentences(texts.map(function (text) {
+      return text.replace(/\s+/g, " ").trim();
+    }));
+  }
+
+  function announceable() {
+    var said = {};
+    var order = [];
+    Array.prototype.forEach.call(document.querySelectorAll("[data-announce]"), function (element) {
+      var key = element.getAttribute("data-announce");
+      if (!Object.prototype.hasOwnProperty.call(said, key)) {
+        said[key] = spoken(element);
+        order.push(key);
+      }
+    });
+    return { said: said, order: order };
+  }
+
+  function announceChanges(before) {
+    var after = announceable();
+    var news = after.order.filter(function (key) {
+      return after.said[key] && after.said[key] !== before.said[key];
+    }).map(function (key) {
+      return after.said[key];
+    });
     var region = document.querySelector("[data-live-announce]");
-    if (region && text) {
-      region.textContent = text;
+    if (!region || !news.length) {
+      return;
     }
+    // Emptied first, so that the same words said again (back to "operational") are
+    // still a change the screen reader reports.
+    region.textContent = "";
+    window.setTimeout(function () {
+      region.textContent = news.join(" ");
+    }, 100);
   }
 
   function swap(fresh) {
+    var before = announceable();
     var changed = [];
     var current = document.querySelectorAll("[data-live]");
     Array.prototype.forEach.call(current, function (element) {
@@ -62,8 +113,7 @@
       if (title && title.textContent) {
         document.title = title.textContent;
       }
-      var banner = document.querySelector("[data-banner-description]");
-      announce(banner ? banner.textContent.trim() : "");
+      announceChanges(before);
       document.dispatchEvent(new CustomEvent("statuspage:live-updated", { detail: { sections: changed } }));
     }
   }

@@ -8,7 +8,6 @@ than a 360 px phone. Screenshots go to test-artifacts/screenshots/ for people to
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,40 +15,12 @@ import pytest
 from django.core.management import call_command
 
 from incidents.models import Incident
+from tests.public.browsing import PageProblems
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 VIEWPORTS = {"phone": {"width": 360, "height": 780}, "desktop": {"width": 1280, "height": 800}}
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def browser(chromium_path: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls made by the
-    # test itself are ordinary blocking calls, which Django would otherwise refuse. Set
-    # only while these tests run, so it cannot leak into other tests' environments.
-    mp = pytest.MonkeyPatch()
-    mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    request_cleanup = mp.undo
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-            request_cleanup()
 
 
 @pytest.fixture
@@ -62,20 +33,6 @@ def demo(transactional_db: None) -> dict[str, str]:
         "product": "/products/cloud-storage/",
         "history": "/history/?month=2009-09",
     }
-
-
-class PageProblems:
-    """Collects console errors and uncaught exceptions of one page."""
-
-    def __init__(self, page: Any, *, ignore: tuple[str, ...] = ()) -> None:
-        self.errors: list[str] = []
-        self.ignore = ignore
-        page.on("console", self._console)
-        page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
-
-    def _console(self, message: Any) -> None:
-        if message.type == "error" and not any(part in message.text for part in self.ignore):
-            self.errors.append(f"console: {message.text}")
 
 
 def _open(browser: Any, *, viewport: str, js: bool) -> Any:
