@@ -416,9 +416,12 @@ class FeedEntry:
     def updated_at(self) -> datetime:
         """Its newest timeline entry, at the time shown or the time posted, whichever is
         earlier: a maintenance's opening entry is shown at its planned start but was
-        posted when it was announced. Never before `published_at`, never in the future."""
-        posted = (min(u.display_at, u.created_at) for u in self.incident.updates.all())  # prefetched
-        return max([self.published_at, *posted])
+        posted when it was announced. A corrected entry counts at its correction, so feed
+        readers fetch the new words. Never before `published_at`, never in the future."""
+        updates = self.incident.updates.all()  # prefetched
+        posted = [min(u.display_at, u.created_at) for u in updates]
+        edited = [u.edited_at for u in updates if u.edited_at is not None]
+        return max([self.published_at, *posted, *edited])
 
 
 def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> list[FeedEntry]:

@@ -219,6 +219,23 @@ def test_a_maintenance_is_dated_when_announced_not_when_it_starts(client: Client
     assert _when(item["date_modified"]) == NOW - timedelta(minutes=50)
 
 
+def test_a_corrected_update_moves_the_entrys_modified_date(
+    client: Client,
+    history,
+    django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
+) -> None:
+    update = history["ongoing"].updates.order_by("-display_at").first()
+    with freeze_time(NOW + timedelta(minutes=7)), django_capture_on_commit_callbacks(execute=True):
+        services.incident_update_edit(update=update, body="Corrected: mail is delayed, not lost.")
+    with freeze_time(NOW + timedelta(minutes=8)):
+        item = client.get("/products/gmail/history.json").json()["items"][0]
+        atom = _xml(client.get("/products/gmail/history.atom").content)
+    assert _when(item["date_modified"]) == NOW + timedelta(minutes=7)
+    entry = atom.find(f"{ATOM}entry")
+    assert entry is not None
+    assert _when(entry.findtext(f"{ATOM}updated") or "") == NOW + timedelta(minutes=7)
+
+
 def test_entry_ids_are_stable_across_changes_and_formats(
     client: Client,
     history,
