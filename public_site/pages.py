@@ -242,13 +242,11 @@ class Headline:
 
 
 def impact_periods(windows: Iterable[ImpactWindow], *, now: datetime) -> int:
-    """How many separate stretches of impact the windows make, per product and location:
-    a level change closes one window and opens the next at the same minute, which is one
-    stretch, not two. Windows of different products or places count apart."""
-    by_target: dict[tuple[int, int | None], list[intervals.Interval]] = defaultdict(list)
-    for w in windows:
-        by_target[(w.product_id, w.location_id)].append(window_interval(w, now=now))
-    return sum(len(intervals.merge(spans)) for spans in by_target.values())
+    """How many separate stretches of time the windows cover, whatever their product or
+    place: a level change closes one window and opens the next at the same minute, and
+    products hit at the same time are hit together, so either is one stretch, not two.
+    The same union the total duration counts ("covered by any of them once")."""
+    return len(intervals.merge([window_interval(w, now=now) for w in windows]))
 
 
 # --- The status page ("/") ----------------------------------------------------------------

@@ -123,8 +123,9 @@ def test_back_to_back_level_changes_count_as_one_period(client: Client) -> None:
     assert public_selectors.incident_page(public_id=incident.public_id, user=None, now=NOW).periods == 1
 
 
-def test_it_counts_periods_per_product_and_location(client: Client) -> None:
+def test_it_counts_periods_of_time_whatever_the_product_or_place(client: Client) -> None:
     storage = make_product("Cloud Storage")
+    compute = make_product("Compute Engine")
     zone = make_location("us-central1-b")
     start = NOW - timedelta(hours=10)
     incident = make_incident(
@@ -134,15 +135,17 @@ def test_it_counts_periods_per_product_and_location(client: Client) -> None:
     add_window(
         incident, storage, start + timedelta(hours=1), start + timedelta(hours=2), level=Level.PARTIAL_OUTAGE
     )
+    # Touching it in time in another place, and another product at the same time: still
+    # the same stretch (the products were hit together, not one after the other).
+    add_window(incident, storage, start + timedelta(hours=2), start + timedelta(hours=3), location=zone)
+    add_window(incident, compute, start, start + timedelta(hours=3))
     # A gap, then again: a second stretch.
     add_window(incident, storage, start + timedelta(hours=5), start + timedelta(hours=6))
-    # Touching the first in time but in another place: a stretch of its own.
-    add_window(incident, storage, start + timedelta(hours=2), start + timedelta(hours=3), location=zone)
 
     html = text(client.get(f"/incidents/{incident.public_id}/"))
 
-    assert "Impact came in 3 separate periods; the total counts time covered by any of them once." in html
-    assert html.count('<tr class="window">') == 4
+    assert "Impact came in 2 separate periods; the total counts time covered by any of them once." in html
+    assert html.count('<tr class="window">') == 5
 
 
 # --- 3. A maintenance says where it stands ----------------------------------------------------
