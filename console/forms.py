@@ -69,6 +69,11 @@ class DeclareForm(forms.Form):
     started_at = zoned_datetime_field(
         "Impact began", help_text="Empty: now. Every product's impact window starts here."
     )
+    detected_at = zoned_datetime_field(
+        "Detected",
+        help_text="Optional: when we learned of it (an alert, a report). Not before impact began. "
+        "Insights measure the time to the first public update from here.",
+    )
     impact = forms.ChoiceField(
         label="Overall impact",
         choices=IMPACT_CHOICES,

@@ -161,6 +161,7 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
             status=data["status"],
             impact=impact,
             started_at=started_at,
+            detected_at=data["detected_at"],
             body=data["body"],
             windows=windows,
             created_by=_user(request),

@@ -120,3 +120,17 @@ def test_it_offers_plain_controls_that_work_without_javascript(
         f'value="{central.pk}" id="id_locations_{compute.pk}_0">' in html
     )
     assert '<script src="/static/js/declare.js" defer></script>' in html
+
+
+def test_it_records_the_detection_time_and_refuses_one_before_the_start(
+    staff_client: Client, catalogue: dict[str, Any]
+) -> None:
+    compute = catalogue["compute"]
+    level = {f"level_{compute.pk}_0": Level.MAJOR_OUTAGE}
+    early = post(staff_client, _data(detected_at="2026-10-07T15:40", **level))  # before the start
+    assert early.status_code == 200
+    assert "precede" in " ".join(early.context["form"].errors["detected_at"])
+    assert not Incident.objects.exists()
+    response = post(staff_client, _data(detected_at="2026-10-07T16:05", **level))
+    assert response.status_code == 302
+    assert Incident.objects.get().detected_at == utc(2026, 10, 7, 23, 5)
