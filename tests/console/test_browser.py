@@ -29,7 +29,7 @@ from credits.services import credits_compute
 from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, Product
 from tests.credits.builders import customer, workspace_policy
-from tests.public.test_browser import CHROMIUM_ARGS, PageProblems
+from tests.public.browsing import CHROMIUM_ARGS, PageProblems
 from tests.waiting import poll
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]

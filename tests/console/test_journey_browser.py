@@ -47,7 +47,7 @@ from tests.builders import make_group, make_location, make_product
 from tests.console import test_browser as console_browser
 from tests.console.test_browser import _login, _submit, _typed, browser, staff  # noqa: F401 - fixtures
 from tests.console.test_credit_compute_browser import LONG_NAME, demo  # noqa: F401 - fixture
-from tests.public.test_browser import PageProblems
+from tests.public.browsing import PageProblems
 from tests.subscriptions.builders import make_subscriber
 from tests.waiting import poll
 

@@ -16,7 +16,7 @@ from incidents import services
 from incidents.models import ImpactWindow, Incident, IncidentNote
 from tests.builders import make_group, make_location, make_product
 from tests.console.test_browser import _login, _submit, browser, check_console_page, staff  # noqa: F401 - fixtures
-from tests.public.test_browser import PageProblems
+from tests.public.browsing import PageProblems
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 
