@@ -48,6 +48,9 @@ def incident(
 ) -> Incident:
     """Filed at NOW (so every time is in the past), then dated as staff would have filed it."""
     with freeze_time(NOW):
+        # The first entry shown when staff would have posted it (ADR 0013: by default the
+        # posting time, here NOW), so the cadence runs from detection as it did then.
+        kw.setdefault("first_update_at", detected or start)
         made = services.incident_open(
             title=title, started_at=start, detected_at=detected, windows=windows, **kw
         )
