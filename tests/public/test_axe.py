@@ -166,7 +166,8 @@ def test_it_moves_focus_to_the_errors_after_a_refused_subscribe_form(
             "() => { const el = document.activeElement; return [el.id, el.getAttribute('aria-invalid'),"
             " el.getAttribute('role'), el.textContent.trim()]; }"
         )
-        # Either the form-level notice or the first field marked invalid, never the body.
-        assert focused[1] == "true" or focused[2] == "alert", focused
+        # The error summary (which links each field), the form-level notice or the first
+        # field marked invalid: never the body.
+        assert focused[0] == "error-summary" or focused[1] == "true" or focused[2] == "alert", focused
     finally:
         context.close()
