@@ -56,12 +56,13 @@ def _copy(connection: Any, start: int, count: int, now: str, chunk: int) -> None
             for i in range(offset, min(offset + chunk, start + count)):
                 buffer.write(
                     f"email\tfan{i}@subscriber{i % 997}.example\t\tt\t{secrets.token_urlsafe(18)}\t\t"
-                    f"{now}\t0\t\\N\t\t{now}\t{now}\tnative\ten\n"
+                    f"{now}\t0\t\\N\t\t{now}\t{now}\tnative\ten\t\n"
                 )
             buffer.seek(0)
             cursor.copy_expert(  # type: ignore[attr-defined]
                 "COPY subscriptions_subscriber (kind, email, url, all_products, token, secret, confirmed_at,"
-                " failure_count, disabled_at, disabled_reason, created_at, updated_at, payload_format, language)"
+                " failure_count, disabled_at, disabled_reason, created_at, updated_at, payload_format, language,"
+                " time_zone)"
                 " FROM STDIN",
                 buffer,
             )
