@@ -333,6 +333,56 @@ class ImpactWindow(models.Model):
         return self.ended_at is None
 
 
+class ProductDay(models.Model):
+    """One product's impact on one calendar day of the display zone, summed from the
+    closed windows of published incidents; a day without impact has no row. Kept by
+    `incidents.daily` from `impact_changed`, read by the status page; the day still being
+    lived through open windows is worked out at read time (docs/adr/0014-per-day-summary.md).
+    """
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="+")
+    # The display zone the day belongs to: rows of another zone are ignored until
+    # `manage.py rebuild_product_days` recounts them.
+    zone = models.CharField(max_length=64)
+    day = models.DateField()
+    level = models.CharField(max_length=24, choices=ImpactLevel.choices)
+    # The time each level was the worst one that day (a minute counts once, at its worst
+    # level); the page weighs them, so changing the weights needs no rebuild.
+    major_outage = models.DurationField()
+    partial_outage = models.DurationField()
+    degraded_performance = models.DurationField()
+    under_maintenance = models.DurationField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["zone", "day", "product"], name="product_day_unique"),
+            _choices_check("level", ImpactLevel, "product_day_level_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.product_id} on {self.day}: {self.level}"
+
+
+class ProductDayIncident(models.Model):
+    """An incident behind a product's day (the day's link, tooltip and grid marks), with
+    the worst level it had on the product that day; `rank` orders them worst first, then
+    by first impact that day."""
+
+    product_day = models.ForeignKey(ProductDay, on_delete=models.CASCADE, related_name="incidents")
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="+")
+    level = models.CharField(max_length=24, choices=ImpactLevel.choices)
+    rank = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["product_day", "rank"], name="product_day_incident_rank"),
+            _choices_check("level", ImpactLevel, "product_day_incident_level_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.incident_id} on {self.product_day_id}"
+
+
 class IncidentUpdate(models.Model):
     """A timeline entry: what we knew and said at a given time."""
 

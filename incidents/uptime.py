@@ -286,14 +286,28 @@ def day_statuses(
             DayStatus(
                 day=day,
                 level=worst(s.level for s in day_spans),
-                downtime_minutes=sum(
-                    (minutes(delta) * weights.for_level(level) for level, delta in impact), Decimal(0)
-                ),
+                downtime_minutes=weighted_minutes(impact, weights),
                 impact=impact,
                 incidents=tuple(DayIncident(incident_id=i, level=lv) for i, (lv, _) in incidents),
             )
         )
     return tuple(result)
+
+
+def weighted_minutes(impact: Iterable[tuple[str, timedelta]], weights: Weights) -> Decimal:
+    """A day's downtime from the time each level was the worst one (`DayStatus.impact`)."""
+    return sum((minutes(delta) * weights.for_level(level) for level, delta in impact), Decimal(0))
+
+
+def uptime_of_days(days: Sequence[DayStatus], *, now: datetime, weights: Weights, places: int = 2) -> Uptime:
+    """`uptime` over consecutive days from their statuses (worked out with the same `now`):
+    the days split the period, so each level's time is the sum of its days' times."""
+    per_level = {level: timedelta(0) for level in LEVELS_WORST_FIRST}
+    for day in days:
+        for level, delta in day.impact:
+            per_level[level] += delta
+    start, end = days[0].day.start, min(days[-1].day.end, now)
+    return uptime_of_durations(per_level, start=start, end=end, weights=weights, places=places)
 
 
 def current_level(spans: Iterable[Span], *, now: datetime) -> str:

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db.models import Prefetch, Q
 
 from core.timezones import display_zone
-from incidents import intervals, uptime
+from incidents import daily, intervals, uptime
 from incidents.models import (
     ActionItem,
     ImpactWindow,
@@ -349,40 +349,39 @@ def _blocks(rows: list[ProductRow]) -> tuple[ProductBlock, ...]:
 
 
 def status_page(*, now: datetime) -> StatusPage:
-    """Everything `/` shows. Four queries: products, windows, open incidents, their timelines."""
-    tz = display_zone()
+    """Everything `/` shows, in a fixed number of queries whatever the history: products,
+    their days (`incidents.daily.product_days`: the stored days of the range, the windows
+    not over yet), open incidents and their timelines."""
     weights = uptime_weights()
     grid_count = max(1, settings.STATUS_GRID_DAYS)
     day_count = max(UPTIME_BAR_DAYS, grid_count)
-    days = uptime.display_days(last=today_local(now), count=day_count, tz=tz)
+    last = today_local(now)
 
     products = list(products_public())
-    windows = windows_between(since=days[0].start, now=now, products=None)
-    refs = incident_refs(windows)
-    spans_by_product: dict[int, list[uptime.Span]] = defaultdict(list)
-    for w in windows:
-        spans_by_product[w.product_id].append(window_span(w))
+    summary = daily.product_days(
+        first=last - timedelta(days=day_count - 1),
+        last=last,
+        now=now,
+        weights=weights,
+        products=[p.pk for p in products],
+    )
+    days = summary.days
+    by_product = {p.pk: summary.statuses(p.pk) for p in products}
+    refs = {pk: IncidentRef(public_id=n.public_id, title=n.title) for pk, n in summary.names.items()}
 
     rows = []
     for product in products:
-        spans = spans_by_product.get(product.pk, [])
-        statuses = uptime.day_statuses(spans, days=days, now=now, weights=weights)
+        statuses = by_product[product.pk]
         views = day_views(statuses, refs)
         rows.append(
             ProductRow(
                 product=product,
-                status=uptime.current_level(spans, now=now),
+                status=summary.level(product.pk),
                 days=views[-UPTIME_BAR_DAYS:],
                 grid=views[-grid_count:],
-                uptime=uptime.uptime(
-                    spans, start=days[-UPTIME_BAR_DAYS].start, end=days[-1].end, now=now, weights=weights
-                ),
-                uptime_narrow=uptime.uptime(
-                    spans,
-                    start=days[-UPTIME_BAR_DAYS_NARROW].start,
-                    end=days[-1].end,
-                    now=now,
-                    weights=weights,
+                uptime=uptime.uptime_of_days(statuses[-UPTIME_BAR_DAYS:], now=now, weights=weights),
+                uptime_narrow=uptime.uptime_of_days(
+                    statuses[-UPTIME_BAR_DAYS_NARROW:], now=now, weights=weights
                 ),
             )
         )

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db.models import F
+from django.utils import timezone
 
 from core.text import CLOCK_SKEW, SCHEDULE_HORIZON, check_time, clean_text
 from edge import version as public_cache
-from incidents import events
+from incidents import daily, events
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Incident, Location, Product
 
@@ -93,17 +94,37 @@ def products_changed(product_ids: Iterable[int]) -> None:
         Product.objects.filter(pk__in=ids).update(public_version=F("public_version") + 1)
 
 
-def impact_changed(incident: Incident, *, products: Iterable[int] = (), was_public: bool = False) -> None:
+# A window's extent: [started_at, ended_at), ended_at None while open.
+Extent = tuple[datetime, datetime | None]
+
+
+def impact_changed(
+    incident: Incident,
+    *,
+    products: Iterable[int] = (),
+    was_public: bool = False,
+    moved: Iterable[Extent] = (),
+) -> None:
     """The one place every write that changes counted impact goes through: windows added,
     moved, closed or deleted, a draft published, an incident deleted. `products` names
-    products that lost impact (a window moved away or deleted); the incident's current
-    windows are added. A draft's windows count for nothing, so a draft that was one
-    changes nothing public (docs/adr/0011-drafts-count-once-published.md)."""
+    products that lost impact (a window moved away or deleted) and `moved` the extents
+    windows had before (moved or deleted); the incident's current windows are added. A
+    draft's windows count for nothing, so a draft that was one changes nothing public
+    (docs/adr/0011-drafts-count-once-published.md). The per-day summary of every product
+    touched is recounted here, over the days of those extents
+    (docs/adr/0014-per-day-summary.md)."""
     if not (incident.is_public or was_public):
         return
     ids = set(products)
+    extents = list(moved)
     if incident.pk is not None:
-        ids.update(ImpactWindow.objects.filter(incident_id=incident.pk).values_list("product_id", flat=True))
+        for product_id, started_at, ended_at in ImpactWindow.objects.filter(
+            incident_id=incident.pk
+        ).values_list("product_id", "started_at", "ended_at"):
+            ids.add(product_id)
+            if ended_at is not None:  # an open window is in no stored day
+                extents.append((started_at, ended_at))
     products_changed(ids)
+    daily.refresh(products=ids, spans=extents, now=timezone.now())
     events.announce(kind="impact_changed", incident=incident, products=frozenset(ids))
     public_cache.public_state_changed()

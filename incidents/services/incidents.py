@@ -458,7 +458,10 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         incident.save(update_fields=[*changes, *extra, "updated_at"])
         public_changed(incident, was_public=was_public)
     if incident.started_at != old_start or incident.is_public != was_public:
-        impact_changed(incident, was_public=was_public)
+        # Windows that began with the incident moved with its start: the days between
+        # the old and the new start are recounted too.
+        moved = (min(old_start, incident.started_at), max(old_start, incident.started_at))
+        impact_changed(incident, was_public=was_public, moved=[moved])
     return incident
 
 
@@ -466,11 +469,16 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
 def incident_delete(*, incident: Incident, actor: User | None = None) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     roles.check(actor, "incident.edit")
-    hit = set(incident.windows.values_list("product_id", flat=True))
+    windows = list(incident.windows.values_list("product_id", "started_at", "ended_at"))
     was_public = Incident.objects.filter(pk=incident.pk, is_public=True).exists()
     Incident.objects.filter(pk=incident.pk).delete()
     public_changed(incident, was_public=was_public)
-    impact_changed(incident, products=hit, was_public=was_public)
+    impact_changed(
+        incident,
+        products={product_id for product_id, _, _ in windows},
+        was_public=was_public,
+        moved=[(start, end) for _, start, end in windows],
+    )
 
 
 # --- The console's update: words and levels together ----------------------------------------

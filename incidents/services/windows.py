@@ -101,7 +101,7 @@ def impact_window_edit(
         incident_kind=window.incident.kind,
     )
     description, window.description_html = markdown_field(description, field="description")
-    moved_from = window.product_id
+    moved_from, was = window.product_id, (window.started_at, window.ended_at)
     window.product = product
     window.location = location
     window.level = level
@@ -120,7 +120,7 @@ def impact_window_edit(
         ]
     )
     touch(window.incident)
-    impact_changed(window.incident, products={moved_from})
+    impact_changed(window.incident, products={moved_from}, moved=[was])
     return window
 
 
@@ -128,9 +128,11 @@ def impact_window_edit(
 def impact_window_delete(*, window: ImpactWindow, actor: User | None = None) -> None:
     roles.check(actor, "incident.edit")
     incident = window.incident
-    ImpactWindow.objects.filter(pk=window.pk).delete()
+    gone = ImpactWindow.objects.filter(pk=window.pk)
+    extents = list(gone.values_list("started_at", "ended_at"))
+    gone.delete()
     touch(incident)
-    impact_changed(incident, products={window.product_id})
+    impact_changed(incident, products={window.product_id}, moved=extents)
 
 
 # --- Levels set by a timeline update ------------------------------------------------------
