@@ -40,6 +40,9 @@ _INCIDENT_IMPACT: dict[str, tuple[str, str]] = {
     Incident.Impact.NONE: ("SERVICE_INFORMATION", "low"),
 }
 _CLOSED = (Incident.Status.RESOLVED, Incident.Status.POSTMORTEM, Incident.Status.COMPLETED)
+# The newest incidents only: the whole history would make every rebuild read and send it
+# all (docs/adr/0019-bounded-public-reads.md). Older ones stay in the monthly history.
+GOOGLE_FEED_LIMIT = 500
 
 
 def _location(location: Location | None) -> dict[str, str]:
@@ -123,7 +126,7 @@ def build_incidents() -> list[dict[str, Any]]:
             selectors.public_windows_prefetch(),
             Prefetch("updates", queryset=IncidentUpdate.objects.order_by("-display_at", "-id")),
         )
-        .order_by("-started_at", "-id")
+        .order_by("-started_at", "-id")[:GOOGLE_FEED_LIMIT]
     )
     return [serialize_incident(incident, now=now) for incident in incidents]
 
@@ -184,7 +187,8 @@ class GoogleIncidentsView(PublicFeedView):
     @extend_schema(
         summary="Incidents (Google dashboard format)",
         responses={200: GoogleIncidentSerializer(many=True), **PUBLIC_ERRORS},
-        description="Every public incident, newest first, in the Google status dashboard format.",
+        description=f"The newest {GOOGLE_FEED_LIMIT} public incidents, newest first, in the Google status "
+        "dashboard format.",
         tags=["google-feed"],
         operation_id="google_incidents",
         auth=[],

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Max, Prefetch, Q, QuerySet
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -28,7 +28,14 @@ from api.serializers import PRODUCT_STATUSES, ErrorSerializer, incident_url
 from api.throttling import AnonymousThrottle
 from edge.http import finalize_public_response
 from incidents import selectors
-from incidents.models import INCIDENT_STATUSES, MAINTENANCE_STATUSES, Incident, IncidentUpdate, Product
+from incidents.models import (
+    INCIDENT_STATUSES,
+    MAINTENANCE_STATUSES,
+    ImpactWindow,
+    Incident,
+    IncidentUpdate,
+    Product,
+)
 
 COMPONENT_STATUSES = PRODUCT_STATUSES
 INDICATORS = ["none", "minor", "major", "critical", "maintenance"]
@@ -82,14 +89,24 @@ def _product_updated_at(product: Product) -> datetime:
     return max(stamp for stamp in stamps if stamp is not None)
 
 
+def _last_window(field: str, *, until: datetime | None = None) -> Subquery:
+    """The product's latest `field` among its counted windows (a draft's writes must not
+    move a public `updated_at`), up to `until`: one backward step on the (product, field)
+    index per product, where a MAX over the join read every window of the history."""
+    counted = Incident.objects.filter(pk=OuterRef("incident_id")).values("is_public")[:1]
+    windows = ImpactWindow.objects.filter(product=OuterRef("pk"), **{f"{field}__isnull": False})
+    if until is not None:
+        windows = windows.filter(**{f"{field}__lte": until})
+    windows = windows.alias(counted=Subquery(counted)).filter(counted=True)
+    return Subquery(windows.order_by(f"-{field}").values(field)[:1])
+
+
 def build_components(*, now: datetime) -> Components:
-    # Only counted windows: a draft's writes must not move a public `updated_at`.
-    counted = selectors.counted_window("windows__")
     products = list(
         selectors.products_public().annotate(
-            last_window_created=Max("windows__created_at", filter=counted),
-            last_window_started=Max("windows__started_at", filter=counted & Q(windows__started_at__lte=now)),
-            last_window_ended=Max("windows__ended_at", filter=counted & Q(windows__ended_at__lte=now)),
+            last_window_created=_last_window("created_at"),
+            last_window_started=_last_window("started_at", until=now),
+            last_window_ended=_last_window("ended_at", until=now),
         )
     )
     # Databases disagree on where NULL groups sort; positions must not depend on that.
@@ -223,7 +240,8 @@ def _serialize_all(incidents: Iterable[Incident], components: Components) -> lis
 
 
 def build_page(components: Components) -> dict[str, Any]:
-    latest = selectors.incidents_public().aggregate(latest=Max("updated_at"))["latest"]
+    # The newest first on the (is_public, updated_at) index: a MAX would read them all.
+    latest = selectors.incidents_public().order_by("-updated_at").values_list("updated_at", flat=True).first()
     updated_at = max(stamp for stamp in (components.updated_at, latest, EPOCH) if stamp is not None)
     return {
         "id": page_id(),

@@ -270,6 +270,8 @@ class Incident(models.Model):
         ]
         indexes = [
             models.Index(fields=["is_public", "-started_at"], name="incident_public_started"),
+            # The newest change, for the v2 page's `updated_at` (a bounded read).
+            models.Index(fields=["is_public", "-updated_at"], name="incident_public_updated"),
             models.Index(fields=["status"], name="incident_status"),
             models.Index(fields=["kind", "status", "scheduled_for"], name="incident_kind_sched"),
         ]
@@ -320,6 +322,10 @@ class ImpactWindow(models.Model):
         ]
         indexes = [
             models.Index(fields=["product", "started_at"], name="window_product_start"),
+            # Bounded reads (docs/adr/0019-bounded-public-reads.md): a product's windows
+            # still open or ended after a date, and its newest window.
+            models.Index(fields=["product", "ended_at"], name="window_product_end"),
+            models.Index(fields=["product", "created_at"], name="window_product_created"),
             models.Index(fields=["ended_at"], name="window_ended"),
             models.Index(fields=["started_at"], name="window_started"),
         ]
@@ -556,3 +562,32 @@ class DeclareGuard(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class HistoryCount(models.Model):
+    """How many public incidents started in one month of the display zone: on the whole
+    page (no product), or with a window on one product. The archive's month list and a
+    product page's "Page 1 of N" read these few rows instead of counting the history;
+    `incidents.history_counts` keeps them, inside every write that changes the public
+    state (docs/adr/0019-bounded-public-reads.md)."""
+
+    zone = models.CharField(max_length=64, help_text="The display time zone the month is in.")
+    month = models.DateField(help_text="The first day of the month.")
+    product = models.ForeignKey(Product, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["zone", "month"], condition=Q(product__isnull=True), name="history_count_page_month"
+            ),
+            models.UniqueConstraint(
+                fields=["zone", "month", "product"],
+                condition=Q(product__isnull=False),
+                name="history_count_product_month",
+            ),
+        ]
+        indexes = [models.Index(fields=["zone", "product", "month"], name="history_count_product")]
+
+    def __str__(self) -> str:
+        return f"{self.month:%Y-%m} ({self.zone}): {self.count}"

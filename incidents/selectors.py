@@ -23,6 +23,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.functions import Coalesce
 from django.http import Http404
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -102,9 +103,29 @@ def incidents_public() -> QuerySet[Incident]:
     An incident whose every window is on a staff-only product would leak that product's
     existence, so it stays off public pages.
     """
-    any_window = ImpactWindow.objects.filter(incident=OuterRef("pk"))
-    public_window = any_window.filter(product__is_public=True)
-    return Incident.objects.filter(is_public=True).filter(Q(Exists(public_window)) | ~Q(Exists(any_window)))
+    # One scalar subquery per incident: NULL without windows, true with one on a public
+    # product, false when all are on staff-only ones. Not `EXISTS(public) OR NOT
+    # EXISTS(any)`: PostgreSQL runs EXISTS under OR as a hashed subplan that reads every
+    # window of the history, where this one is an index probe per incident the read
+    # actually walks (docs/adr/0019-bounded-public-reads.md).
+    shown = (
+        ImpactWindow.objects.filter(incident=OuterRef("pk"))
+        .order_by("-product__is_public")
+        .values("product__is_public")[:1]
+    )
+    return (
+        Incident.objects.filter(is_public=True)
+        .alias(shown=Coalesce(Subquery(shown), Value(True)))
+        .filter(shown=True)
+    )
+
+
+def incidents_touching(incidents: QuerySet[Incident], *, product: Product) -> QuerySet[Incident]:
+    """`incidents` with a window on `product`, probed per incident (a scalar subquery on
+    the window's incident index). An EXISTS would become a semi-join reading every window
+    the product ever had; a read of the newest N walks back only until it has N."""
+    touching = ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product).values("pk")[:1]
+    return incidents.alias(touches=Subquery(touching)).filter(touches__isnull=False)
 
 
 def counted_window(prefix: str = "") -> Q:
@@ -118,6 +139,26 @@ def counted_window(prefix: str = "") -> Q:
 
 def windows_counted() -> QuerySet[ImpactWindow]:
     return ImpactWindow.objects.filter(counted_window())
+
+
+def windows_overlapping(
+    windows: QuerySet[ImpactWindow], *, since: datetime, until: datetime
+) -> QuerySet[ImpactWindow]:
+    """`windows` that have started by `until` and not ended by `since`: two ranges of an
+    index on `ended_at` (open, or ended after `since`; the (product, ended_at) one for a
+    product), so a read of the last 90 days walks those days' windows, not every window
+    ever started."""
+    return windows.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since), started_at__lte=until)
+
+
+def windows_counted_between(*, since: datetime, until: datetime) -> QuerySet[ImpactWindow]:
+    """Counted windows (`counted_window`) overlapping [since, until], read in bounded
+    time whatever the length of the history. The incident's flag is probed per window
+    (a scalar subquery on its primary key): as a join, PostgreSQL hashes the whole
+    incident table to keep a few dozen windows (docs/adr/0019-bounded-public-reads.md)."""
+    counted = Incident.objects.filter(pk=OuterRef("incident_id")).values("is_public")[:1]
+    probed = ImpactWindow.objects.alias(counted=Subquery(counted)).filter(counted=True)
+    return windows_overlapping(probed, since=since, until=until)
 
 
 def public_windows_prefetch(prefix: str = "") -> Prefetch:
@@ -183,9 +224,10 @@ def product_statuses(
     on the public page as a public product's status.
     """
     at = at or timezone.now()
-    windows = (ImpactWindow.objects.all() if include_private else windows_counted()).filter(
-        Q(ended_at__isnull=True) | Q(ended_at__gt=at), started_at__lte=at
-    )
+    if include_private:
+        windows = windows_overlapping(ImpactWindow.objects.all(), since=at, until=at)
+    else:
+        windows = windows_counted_between(since=at, until=at)
     if products is not None:
         windows = windows.filter(product__in=list(products))
     statuses: dict[int, str] = {}

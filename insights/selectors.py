@@ -16,13 +16,12 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Q
 from django.http import Http404
 
 from core.timezones import display_zone
 from incidents import uptime
 from incidents.models import Product
-from incidents.selectors import products_public, windows_counted
+from incidents.selectors import products_public, windows_counted_between
 from insights import aggregates, history, metrics
 from insights.scope import Scope
 from insights.scope import scope_choices as scope_choices  # the views and tests read it here
@@ -302,9 +301,8 @@ def product_uptime_report(*, slug: str, now: datetime) -> UptimeReport:
     # The status page's rule (public_site.pages.windows_between): counted windows (no
     # draft's) that have started by now.
     windows = list(
-        windows_counted()
-        .filter(product=product, started_at__lte=now)
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+        windows_counted_between(since=since, until=now)
+        .filter(product=product)
         .values_list("incident_id", "level", "started_at", "ended_at")
         .order_by("started_at", "id")
     )

@@ -7,14 +7,14 @@ public incidents on public products appear.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo
+from typing import overload
 
 from django.core.paginator import Page, Paginator
 from django.core.validators import slug_re
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
-from django.db.models.functions import TruncMonth
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
@@ -22,6 +22,7 @@ from django.utils.translation import pgettext
 
 from core.text import CONTROL_CHARS
 from incidents import uptime
+from incidents.history_counts import history_month_counts, history_product_total
 from incidents.models import (
     ImpactWindow,
     Incident,
@@ -31,6 +32,7 @@ from incidents.models import (
 from incidents.selectors import (
     incident_durations,
     incidents_public,
+    incidents_touching,
     products_public,
 )
 from public_site.locations import LocationStatus, location_statuses, locations_catalogue
@@ -128,6 +130,31 @@ def _past_incident(incident: Incident, *, now: datetime) -> PastIncident:
     )
 
 
+class _Counted:
+    """A query set whose length is known without counting it (for Paginator)."""
+
+    ordered = True
+
+    def __init__(self, queryset: QuerySet[Incident], total: int) -> None:
+        self.queryset, self.total = queryset, total
+
+    def count(self) -> int:
+        return self.total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[Incident]:
+        return iter(self.queryset)
+
+    @overload
+    def __getitem__(self, index: int) -> Incident: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Incident]: ...
+    def __getitem__(self, index: int | slice) -> Incident | list[Incident]:
+        return self.queryset[index] if isinstance(index, int) else list(self.queryset[index])
+
+
 def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1) -> ProductPage:
     """A product's status (overall and per location), uptime for 30/90/365 days and its
     incidents, newest first."""
@@ -151,10 +178,8 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
         for n in PRODUCT_UPTIME_PERIODS
     )
 
-    on_product = ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product)
     history = (
-        incidents_public()
-        .filter(Exists(on_product))
+        incidents_touching(incidents_public(), product=product)
         .prefetch_related(
             Prefetch(
                 "windows",
@@ -165,7 +190,10 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
         )
         .order_by("-started_at", "-id")
     )
-    page = Paginator(history, HISTORY_PRODUCT_PAGE_SIZE).get_page(page_number)
+    # Counted from the maintained month counts: Paginator would count the whole history.
+    page: Page[Incident] = Paginator(
+        _Counted(history, history_product_total(product)), HISTORY_PRODUCT_PAGE_SIZE
+    ).get_page(page_number)
     return ProductPage(
         product=product,
         status=uptime.current_level(spans, now=now),
@@ -333,9 +361,7 @@ def parse_month(value: str | None, *, now: datetime) -> date:
 
 def _filtered(incidents: QuerySet[Incident], flt: HistoryFilter) -> QuerySet[Incident]:
     if flt.product is not None:
-        incidents = incidents.filter(
-            Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=flt.product))
-        )
+        incidents = incidents_touching(incidents, product=flt.product)
     if flt.text:
         # A plain case-insensitive scan, bounded by the month (its started_at index) and
         # the search's length: titles, summaries and the text of every public update.
@@ -372,27 +398,19 @@ def history_page(*, month: date, now: datetime, flt: HistoryFilter | None = None
         previous_month=add_months(month, -1),
         next_month=add_months(month, 1) if month < current else None,
         incidents=tuple(_past_incident(i, now=now) for i in incidents),
-        years=_history_years(tz),
+        years=_history_years(),
         products=tuple(products_public()),
         filter=flt,
         month_total=in_month.count() if flt.active else 0,
     )
 
 
-def _history_years(tz: ZoneInfo) -> tuple[HistoryYear, ...]:
-    """Every month with public incidents, newest first, in one grouped query."""
-    rows = (
-        incidents_public()
-        .annotate(month=TruncMonth("started_at", tzinfo=tz))
-        .values("month")
-        .annotate(count=Count("id"))
-        .order_by("-month")
-    )
+def _history_years() -> tuple[HistoryYear, ...]:
+    """Every month with public incidents, newest first: the maintained counts, one row a
+    month (incidents.history_counts), not a count of the history."""
     by_year: dict[int, list[MonthCount]] = defaultdict(list)
-    for row in rows:
-        value = row["month"]
-        month = (value.astimezone(tz).date() if isinstance(value, datetime) else value).replace(day=1)
-        by_year[month.year].append(MonthCount(month=month, count=row["count"]))
+    for month, count in history_month_counts():
+        by_year[month.year].append(MonthCount(month=month, count=count))
     return tuple(HistoryYear(year=y, months=tuple(by_year[y])) for y in sorted(by_year, reverse=True))
 
 
@@ -429,9 +447,7 @@ def feed_entries(*, limit: int = FEED_SIZE, product: Product | None = None) -> l
     one entry each. Three queries."""
     queryset = incidents_public()
     if product is not None:
-        queryset = queryset.filter(
-            Exists(ImpactWindow.objects.filter(incident=OuterRef("pk"), product=product))
-        )
+        queryset = incidents_touching(queryset, product=product)
     incidents: QuerySet[Incident] = queryset.prefetch_related(*timeline_prefetches()).order_by(
         "-started_at", "-id"
     )[:limit]

@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch
 
 from core.timezones import display_zone
 from incidents import daily, intervals, uptime
@@ -47,7 +47,7 @@ from incidents.selectors import (
     products_public,
     status_summary,
     window_interval,
-    windows_counted,
+    windows_counted_between,
 )
 
 UPTIME_BAR_DAYS = 90
@@ -86,21 +86,11 @@ def windows_between(
     scheduled to start after `now` (maintenance) have not happened.
     """
     queryset = (
-        windows_counted()
-        .filter(product__is_public=True, started_at__lte=now)
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
-        .select_related("incident")
-        .only(
-            "id",
-            "product_id",
-            "location_id",
-            "level",
-            "started_at",
-            "ended_at",
-            "incident__id",
-            "incident__public_id",
-            "incident__title",
-        )
+        windows_counted_between(since=since, until=now)
+        .filter(product__is_public=True)
+        # Fetched by id, not joined: a join hashes the whole incident table.
+        .prefetch_related(Prefetch("incident", queryset=Incident.objects.only("id", "public_id", "title")))
+        .only("id", "product_id", "location_id", "level", "started_at", "ended_at", "incident_id")
         .order_by("started_at", "id")
     )
     if products is not None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.text import CLOCK_SKEW, SCHEDULE_HORIZON, check_time, clean_text
 from edge import version as public_cache
 from incidents import daily, events
+from incidents.history_counts import history_counts_refresh_incident
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Incident, Location, Product
 
@@ -73,12 +74,16 @@ def validate_window(
         raise ValidationError({"ended_at": "The end must not be before the start."})
 
 
-def public_changed(incident: Incident, *, was_public: bool = False) -> None:
+def public_changed(
+    incident: Incident, *, was_public: bool = False, moved_from: datetime | None = None
+) -> None:
     """Mark the public state changed by a write to `incident`, unless it is a draft and
     was one: a draft shows nowhere public, so its writes must not move the stamp (the
     live document, Last-Modified, every cached page). Publishing is the change that shows
-    (docs/adr/0011-drafts-count-once-published.md)."""
+    (docs/adr/0011-drafts-count-once-published.md). The history's month counts follow,
+    for its month and the one its start left (`moved_from`)."""
     if incident.is_public or was_public:
+        history_counts_refresh_incident(incident, moved_from=moved_from)
         public_cache.public_state_changed()
 
 

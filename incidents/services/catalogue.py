@@ -16,6 +16,7 @@ from django.db import models, transaction
 from core import roles
 from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
+from incidents.history_counts import history_counts_rebuild
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Location, Product, ProductGroup
 from incidents.services._common import products_changed
@@ -61,8 +62,12 @@ def product_create(*, actor: User | None = None, **fields: Any) -> Product:
 @transaction.atomic
 def product_edit(*, product: Product, changes: dict[str, Any], actor: User | None = None) -> Product:
     roles.check(actor, "incident.edit")
+    was_public = product.is_public
     product = _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
     products_changed([product.pk])
+    if product.is_public != was_public:
+        # Every incident on it may appear or vanish, in any month.
+        history_counts_rebuild()
     return product
 
 

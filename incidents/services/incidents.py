@@ -456,7 +456,8 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         _move_windows_started_at(incident, old_start=old_start)
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
-        public_changed(incident, was_public=was_public)
+        moved_from = old_start if incident.started_at != old_start else None
+        public_changed(incident, was_public=was_public, moved_from=moved_from)
     if incident.started_at != old_start or incident.is_public != was_public:
         # Windows that began with the incident moved with its start: the days between
         # the old and the new start are recounted too.

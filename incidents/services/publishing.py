@@ -8,6 +8,7 @@ from django.db import transaction
 from core import roles
 from edge import version as public_cache
 from incidents import events
+from incidents.history_counts import history_counts_refresh_incident
 from incidents.models import Incident
 from incidents.services._common import impact_changed
 
@@ -34,5 +35,6 @@ def incident_publish(*, incident: Incident, actor: User | None = None) -> Incide
             # The draft's first entry was announced while private, which notified nobody
             # (subscriptions skip private incidents); announcing it again now reaches them.
             events.announce(kind="opened", incident=incident, update=first)
+    history_counts_refresh_incident(incident)
     public_cache.public_state_changed()
     return incident
