@@ -29,6 +29,7 @@ from public_site import embeds
 from public_site import history as public_history
 from public_site import pages as public_selectors
 from public_site import uptime as public_uptime
+from public_site.cards import status_cards
 from public_site.languages import with_language_entry
 
 
@@ -38,7 +39,8 @@ def status_index(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     page = public_selectors.status_page(now=now)
     recent = public_history.recent_incidents(now=now, days=settings.RECENT_INCIDENT_DAYS)
-    return render(request, "public/index.html", {"page": page, "recent": recent})
+    cards = status_cards(page)  # the product rows, from cached fragments where current
+    return render(request, "public/index.html", {"page": page, "recent": recent, "cards": cards})
 
 
 # `/` in English first asks whether the visitor prefers another language (a redirect

@@ -187,7 +187,7 @@ def _redis_cache(url: str) -> dict[str, object]:
 if REDIS_URL:
     CACHES = {"default": _redis_cache(REDIS_URL)}
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": env_int("LOCAL_CACHE_MAX_ENTRIES", 20_000)}}}  # fmt: skip
 if PAGE_CACHE_URL:
     CACHES["pages"] = _redis_cache(PAGE_CACHE_URL)
 PUBLIC_PAGE_CACHE_ALIAS = "pages" if PAGE_CACHE_URL else "default"

@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 from core.i18n import first_of_month
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
+from public_site.cards import BarRuns, BarSegment, bar_runs
 from public_site.history import RecentDay
 from public_site.pages import DayView
 
@@ -126,6 +127,22 @@ def bar_title_filter(day: DayView) -> str:
     impact = ", ".join(f"{label} {format_duration(delta)}" for label, delta in day.impact)
     titles = "; ".join(i.incident.title for i in day.incidents)
     return labelled_filter(day_label_filter(day.date), f"{impact} · {titles}")
+
+
+@register.filter(name="bar_runs")
+def bar_runs_filter(days: list[DayView]) -> BarRuns:
+    """`{% with runs=days|bar_runs %}`: the bars as runs of quiet days and impacted days."""
+    return bar_runs(days)
+
+
+@register.filter(name="quiet_bar_title")
+def quiet_bar_title_filter(segment: BarSegment) -> str:
+    """A run of quiet bars' tooltip: 'Sat 28 Nov 2026: no incidents' for one day,
+    'Sat 31 Oct 2026 - Sat 28 Nov 2026: no incidents' (an en dash) for several."""
+    when = day_label_filter(segment.first)
+    if segment.count > 1:
+        when = gettext("%(first)s – %(last)s") % {"first": when, "last": day_label_filter(segment.last)}  # noqa: RUF001
+    return labelled_filter(when, gettext("no incidents"))
 
 
 @lru_cache(maxsize=16)

@@ -1,0 +1,234 @@
+"""The status page's product rows: what a card and a grid row hold, and the cached
+fragments they are assembled from.
+
+Each product is two fragments, its card (name, status, uptime bars and figure) and its
+row of the days grid; each group is two more, made of its products'. A key names all
+that its HTML shows: the product's public version (moved by every impact change and
+catalogue edit), its status, figures and impacted days (they change with the clock
+while an incident is open), the local day, the language and the settings shown. A
+change to one product thus makes new keys for it and its group only; the rest of the
+page comes from the cache. Quiet days are drawn as runs, one element each, and only
+days with impact carry their own tooltip, link and text. Design:
+docs/adr/0015-page-fragments.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.urls import get_script_prefix
+from django.utils import translation
+from django.utils.safestring import SafeString, mark_safe
+
+from edge.fragments import fragment_key, fragments
+from public_site.pages import (
+    UPTIME_BAR_DAYS,
+    UPTIME_BAR_DAYS_NARROW,
+    DayIncidentView,
+    DayView,
+    ProductBlock,
+    ProductRow,
+    StatusPage,
+)
+
+# A run longer than this is split: status.css sizes runs of up to MAX_RUN days (.q2 to
+# .q60), the days a wide screen shows beyond the phone's 30.
+MAX_RUN = 60
+# Marks drawn in one day of the grid; the rest are "+N" (the product page lists them).
+GRID_MARKS = 3
+
+
+# --- The bars: runs of quiet days, impacted days one by one -------------------------------------
+
+
+@dataclass(frozen=True)
+class BarSegment:
+    first: date
+    last: date
+    count: int
+    day: DayView | None = None  # an impacted day; None for a run of quiet days
+
+
+@dataclass(frozen=True)
+class BarRuns:
+    early: tuple[BarSegment, ...]  # the days a phone does not draw
+    recent: tuple[BarSegment, ...]  # the last UPTIME_BAR_DAYS_NARROW days
+
+
+def _segments(days: Sequence[DayView]) -> tuple[BarSegment, ...]:
+    out: list[BarSegment] = []
+    run: list[DayView] = []
+
+    def close() -> None:
+        if run:
+            out.append(BarSegment(first=run[0].date, last=run[-1].date, count=len(run)))
+            run.clear()
+
+    for day in days:
+        if day.worst_incident is None:
+            run.append(day)
+            if len(run) == MAX_RUN:
+                close()
+        else:
+            close()
+            out.append(BarSegment(first=day.date, last=day.date, count=1, day=day))
+    close()
+    return tuple(out)
+
+
+def bar_runs(days: Sequence[DayView], *, recent: int = UPTIME_BAR_DAYS_NARROW) -> BarRuns:
+    """The bars, oldest first, with no run crossing the line between what a phone hides
+    and what it draws (status.css hides the early part under 600 px)."""
+    split = max(0, len(days) - recent)
+    return BarRuns(early=_segments(days[:split]), recent=_segments(days[split:]))
+
+
+# --- The grid: bounded marks, quiet cells rendered once per column ------------------------------
+
+
+@dataclass(frozen=True)
+class GridCell:
+    day: DayView
+    marks: tuple[DayIncidentView, ...]
+    more: int  # incidents that day beyond the marks drawn
+    quiet: SafeString | None  # the cell's HTML when nothing happened (the same on every row)
+
+
+def grid_cells(days: Sequence[DayView], quiet: list[SafeString]) -> list[GridCell]:
+    return [
+        GridCell(
+            day=day,
+            marks=day.incidents[:GRID_MARKS],
+            more=max(0, len(day.incidents) - GRID_MARKS),
+            quiet=None if day.incidents or not day.status.is_operational else quiet[i],
+        )
+        for i, day in enumerate(days)
+    ]
+
+
+# --- Keys and assembly ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cards:
+    products: SafeString  # the product groups, each with its cards
+    grid: SafeString  # the grid's row groups (tbody), each with its rows
+
+
+def _impacted(days: Sequence[DayView]) -> tuple[object, ...]:
+    return tuple(
+        (
+            d.date,
+            d.level,
+            d.status.impact,
+            tuple((i.incident.public_id, i.incident.title, i.level) for i in d.incidents),
+        )
+        for d in days
+        if d.incidents or not d.status.is_operational
+    )
+
+
+def _page_context(page: StatusPage) -> tuple[object, ...]:
+    """What every fragment shows beside its product: the day, language, settings."""
+    return (
+        page.grid_days[-1].date if page.grid_days else None,
+        translation.get_language(),
+        get_script_prefix(),
+        settings.DISPLAY_TIME_ZONE,
+        UPTIME_BAR_DAYS,
+        UPTIME_BAR_DAYS_NARROW,
+        len(page.grid_days),
+    )
+
+
+def row_key(row: ProductRow, context: tuple[object, ...]) -> tuple[object, ...]:
+    product = row.product
+    return (
+        product.pk,
+        product.public_version,
+        product.public_id,
+        product.name,
+        product.slug,
+        row.status,
+        row.uptime.percent,
+        row.uptime_narrow.percent,
+        _impacted(row.days),
+        _impacted(row.grid),
+        context,
+    )
+
+
+class _Builder:
+    """Renders what the cache misses, with what is shared by a whole page worked out once."""
+
+    def __init__(self, page: StatusPage) -> None:
+        self.page = page
+        self.several = len(page.blocks) > 1
+        self._quiet: list[SafeString] | None = None
+
+    def quiet_cells(self) -> list[SafeString]:
+        if self._quiet is None:
+            self._quiet = [
+                mark_safe(render_to_string("public/_grid_quiet_cell.html", {"day": d.date}))  # noqa: S308
+                for d in self.page.grid_days
+            ]
+        return self._quiet
+
+    def card(self, row: ProductRow) -> str:
+        return render_to_string("public/_product_card.html", {"row": row})
+
+    def grid_row(self, row: ProductRow) -> str:
+        return render_to_string(
+            "public/_grid_row.html", {"row": row, "cells": grid_cells(row.grid, self.quiet_cells())}
+        )
+
+    def group(self, kind: str, block: ProductBlock, members: list[SafeString]) -> str:
+        return render_to_string(
+            f"public/_{kind}_group.html",
+            {
+                "block": block,
+                "several": self.several,
+                "members": members,
+                "columns": len(self.page.grid_days) + 1,
+            },
+        )
+
+
+def _assemble(kind: str, page: StatusPage, keys: dict[int, str], build: _Builder) -> SafeString:
+    context = _page_context(page)
+    group_keys = [
+        fragment_key(
+            f"{kind}-group",
+            block.group.pk if block.group else None,
+            block.group.name if block.group else None,
+            build.several,
+            [keys[row.product.pk] for row in block.rows],
+            context,
+        )
+        for block in page.blocks
+    ]
+    render_row = build.card if kind == "product" else build.grid_row
+
+    def build_groups(missing: list[int]) -> list[str]:
+        blocks = [page.blocks[i] for i in missing]
+        rows = [row for block in blocks for row in block.rows]
+        members = iter(
+            fragments([keys[r.product.pk] for r in rows], lambda m: [render_row(rows[j]) for j in m])
+        )
+        return [build.group(kind, block, [next(members) for _ in block.rows]) for block in blocks]
+
+    return mark_safe("".join(fragments(group_keys, build_groups)))  # noqa: S308 - rendered templates
+
+
+def status_cards(page: StatusPage) -> Cards:
+    """The product groups and grid rows of `/`, from cached fragments where they are current."""
+    context = _page_context(page)
+    parts = {row.product.pk: row_key(row, context) for row in page.rows}
+    build = _Builder(page)
+    products = _assemble("product", page, {pk: fragment_key("card", p) for pk, p in parts.items()}, build)
+    grid = _assemble("grid", page, {pk: fragment_key("grid-row", p) for pk, p in parts.items()}, build)
+    return Cards(products=products, grid=grid)
