@@ -1,4 +1,5 @@
-"""Compression of what the app serves itself (gzip), without mixing secrets into it.
+"""Light on the wire: compression of what the app serves itself (gzip), without mixing
+secrets into it, and 304s without the fields a revalidation does not need.
 
 Public pages from the page cache are compressed once, when they are stored
 (`gzipped`, used by edge.page_cache), and served as stored to every client that accepts
@@ -17,6 +18,7 @@ from django.http import HttpRequest, HttpResponseBase
 from django.middleware.gzip import GZipMiddleware
 
 from edge.http import is_anonymous_request
+from edge.stale import SNAPSHOT_HEADER
 
 # Below this, the gzip header and the Vary split cost more than they save.
 MIN_SIZE = 200
@@ -24,6 +26,10 @@ _COMPRESSIBLE = re.compile(
     r"^(text/|application/(json|javascript|xml|[\w.+-]+\+(json|xml))|image/svg\+xml)", re.IGNORECASE
 )
 ACCEPTS_GZIP = re.compile(r"\bgzip\b")
+NOT_MODIFIED_FIELDS = frozenset(
+    {"cache-control", "content-location", "date", "etag", "expires", "vary", "last-modified", "age"}
+    | {SNAPSHOT_HEADER.lower(), "retry-after"}
+)
 
 
 def compressible(content_type: str) -> bool:
@@ -54,10 +60,23 @@ def may_compress(request: HttpRequest, response: HttpResponseBase) -> bool:
     return compressible(response.get("Content-Type", ""))
 
 
-class PublicGZipMiddleware(GZipMiddleware):
-    """Django's GZipMiddleware for public, anonymous answers only (see the module doc)."""
+def lean_not_modified(response: HttpResponseBase) -> HttpResponseBase:
+    """A 304 keeps only the fields RFC 9110 (15.4.5) asks for and those that update a
+    stored copy: the browser keeps the 200's other headers (the security ones with them).
+    An open page revalidates its version document every few seconds, so this is most of
+    what an idle tab downloads."""
+    for name in [name for name in response.headers if name.lower() not in NOT_MODIFIED_FIELDS]:
+        del response.headers[name]
+    return response
+
+
+class WireMiddleware(GZipMiddleware):
+    """Outermost: Django's GZipMiddleware for public, anonymous answers only (see the
+    module doc), and lean 304s."""
 
     def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        if response.status_code == 304:
+            return lean_not_modified(response)
         if not may_compress(request, response):
             return response
         return super().process_response(request, response)  # type: ignore[no-any-return]

@@ -70,7 +70,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "edge.compress.PublicGZipMiddleware",  # outermost: compresses what the others wrote
+    "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before load shedding, so that even a 503 speaks the page's language.

@@ -16,7 +16,7 @@ from django.test import Client, RequestFactory
 from edge.compress import may_compress
 from tests.builders import make_incident, make_product, utc
 
-GZIP = {"HTTP_ACCEPT_ENCODING": "gzip, deflate, br"}
+GZIP = {"Accept-Encoding": "gzip, deflate, br"}
 
 
 def _vary(response) -> set[str]:  # type: ignore[no-untyped-def]
@@ -34,7 +34,7 @@ def demo(db: None) -> None:
 )
 def test_it_compresses_public_pages_feeds_and_json(client: Client, demo: None, path: str) -> None:
     plain = client.get(path)
-    packed = client.get(path, **GZIP)
+    packed = client.get(path, headers=GZIP)
     assert plain.status_code == packed.status_code == 200
     assert "Content-Encoding" not in plain
     assert packed["Content-Encoding"] == "gzip"
@@ -47,13 +47,13 @@ def test_it_compresses_public_pages_feeds_and_json(client: Client, demo: None, p
 
 @pytest.mark.django_db
 def test_the_cached_status_page_is_compressed_once_and_revalidates(client: Client, demo: None) -> None:
-    first = client.get("/fr/", **GZIP)
-    second = client.get("/fr/", **GZIP)
+    first = client.get("/fr/", headers=GZIP)
+    second = client.get("/fr/", headers=GZIP)
     # Stored compressed with the page: the same bytes every time (no per-hit gzip, whose
     # random header would make them differ).
     assert first.content == second.content
     assert first["ETag"].startswith('W/"')
-    not_modified = client.get("/fr/", HTTP_IF_NONE_MATCH=first["ETag"], **GZIP)
+    not_modified = client.get("/fr/", HTTP_IF_NONE_MATCH=first["ETag"], headers=GZIP)
     assert not_modified.status_code == 304
     assert not_modified.content == b""
     assert not_modified["ETag"] == first["ETag"]
@@ -65,8 +65,8 @@ def test_the_cached_status_page_is_compressed_once_and_revalidates(client: Clien
 
 @pytest.mark.django_db
 def test_head_says_what_get_would_send(client: Client, demo: None) -> None:
-    get = client.get("/fr/", **GZIP)
-    head = client.head("/fr/", **GZIP)
+    get = client.get("/fr/", headers=GZIP)
+    head = client.head("/fr/", headers=GZIP)
     assert head.status_code == 200
     assert head.content == b""
     assert head["Content-Encoding"] == "gzip"
@@ -78,21 +78,21 @@ def test_head_says_what_get_would_send(client: Client, demo: None) -> None:
 def test_it_never_compresses_a_signed_in_page(staff_client: Client) -> None:
     incident = make_incident(title="Gmail is down", product=make_product("Gmail"), start=utc(2026, 1, 1))
     for path in (f"/incidents/{incident.public_id}/", "/manage/"):
-        response = staff_client.get(path, **GZIP)
+        response = staff_client.get(path, headers=GZIP)
         assert response.status_code == 200, path
         assert "Content-Encoding" not in response, path
     # The cached public copy is the same bytes for everyone, so it holds no one's secret.
-    assert staff_client.get("/api/v2/summary.json", **GZIP)["Content-Encoding"] == "gzip"
+    assert staff_client.get("/api/v2/summary.json", headers=GZIP)["Content-Encoding"] == "gzip"
 
 
 @pytest.mark.django_db
 def test_it_never_compresses_a_page_with_a_csrf_token_or_a_cookie(client: Client, demo: None) -> None:
-    form = client.get("/subscribe/", **GZIP)
+    form = client.get("/subscribe/", headers=GZIP)
     assert form.status_code == 200
     assert b"csrfmiddlewaretoken" in form.content
     assert "Content-Encoding" not in form
 
-    chose = client.get("/language/fr/?next=/fr/", **GZIP)
+    chose = client.get("/language/fr/?next=/fr/", headers=GZIP)
     assert chose.cookies  # the language choice sets a cookie
     assert "Content-Encoding" not in chose
 
@@ -116,6 +116,22 @@ def test_credentials_or_cookies_rule_compression_out() -> None:
 
 @pytest.mark.django_db
 def test_small_and_binary_answers_are_left_alone(client: Client, demo: None) -> None:
-    version = client.get("/live/version.json", **GZIP)
+    version = client.get("/live/version.json", headers=GZIP)
     assert version.status_code == 200
     assert "Content-Encoding" not in version  # a few dozen bytes: gzip would add
+
+
+@pytest.mark.django_db
+def test_a_304_carries_only_what_revalidation_needs(client: Client) -> None:
+    first = client.get("/live/version.json")
+    assert "Content-Security-Policy" in first
+    again = client.get("/live/version.json", HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 304
+    assert {name.lower() for name in again.headers} <= {
+        "etag",
+        "cache-control",
+        "vary",
+        "date",
+        "last-modified",
+    }
+    assert again["ETag"] == first["ETag"] and again["Cache-Control"] == first["Cache-Control"]
