@@ -26,10 +26,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.utils import translation
+from django.utils.cache import patch_vary_headers
 from django.utils.http import http_date, urlencode
 from django.utils.translation import gettext as _
 
 from edge.backoff import database
+from edge.compress import accepts_gzip, compressible
 from edge.deadline import run_with_budget
 from edge.http import PUBLIC_CACHE_CONTROL, is_not_modified
 from edge.middleware import service_unavailable
@@ -69,15 +71,24 @@ def page_response(request: HttpRequest, page: CachedPage, *, stale: bool = False
     A stale answer (older than the current public state) carries the stale header, the
     notice in HTML pages, a weak ETag of its own and a short max-age.
     """
+    # The gzip bytes stored with the page (a stale answer differs from them: the
+    # middleware compresses that one); weak ETag, as Django's GZipMiddleware does.
+    packed = page.gzip_body if not stale and accepts_gzip(request) else None
     etag = stale_etag(page.etag) if stale else page.etag
+    if packed is not None and etag.startswith('"'):
+        etag = "W/" + etag
     if is_not_modified(request, etag, datetime.fromtimestamp(int(page.built_at), tz=UTC)):
         response = HttpResponse(status=304)
     else:
-        body = page.body
+        body = page.body if packed is None else packed
         if stale and SNAPSHOT_MARKER in body:
             body = body.replace(SNAPSHOT_MARKER, _stale_notice(page).encode(), 1)
         response = HttpResponse(body if request.method != "HEAD" else b"", content_type=page.content_type)
         response["Content-Length"] = str(len(body))
+        if packed is not None:
+            response["Content-Encoding"] = "gzip"
+    if compressible(page.content_type):
+        patch_vary_headers(response, ("Accept-Encoding",))
     response["ETag"] = etag
     response["Last-Modified"] = http_date(page.built_at)
     if stale:

@@ -17,6 +17,8 @@ from django.conf import settings
 from django.http import HttpResponse
 from django.utils.http import quote_etag
 
+from edge.compress import gzipped
+
 logger = logging.getLogger(__name__)
 
 # Pages kept on disk for when the database is down, and their file names.
@@ -30,15 +32,20 @@ class CachedPage:
     content_type: str
     etag: str
     built_at: float
+    # The body compressed once at store time (edge.compress), served to every client that
+    # accepts gzip; None when not worth it (and in pages pickled before it existed).
+    gzip_body: bytes | None = None
 
     @classmethod
     def from_response(cls, response: HttpResponse) -> CachedPage:
         body = response.content
+        content_type = response.get("Content-Type", "text/html; charset=utf-8")
         return cls(
             body=body,
-            content_type=response.get("Content-Type", "text/html; charset=utf-8"),
+            content_type=content_type,
             etag=quote_etag(hashlib.sha256(body).hexdigest()[:32]),
             built_at=time.time(),
+            gzip_body=gzipped(body, content_type),
         )
 
 

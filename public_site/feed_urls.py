@@ -14,6 +14,7 @@ app_name = "feeds"
 urlpatterns: list[URLPattern | URLResolver] = [
     path("products/<slug:slug>/uptime.csv", views.product_uptime_csv, name="product-uptime-csv"),
     path("live/version.json", live.live_version, name="live-version"),
+    path("live/sections.json", live.live_sections, name="live-sections"),
     # The feeds are the same for every reader: served from the versioned page cache.
     path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
     path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),

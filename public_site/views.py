@@ -21,8 +21,9 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 
 from core.timezones import in_display_zone
-from edge.http import PUBLIC_CACHE_CONTROL, is_anonymous_request
+from edge.http import PUBLIC_CACHE_CONTROL, is_anonymous_request, version_time
 from edge.page_cache import public_page
+from edge.version import public_state_version
 from insights import present as insights_present
 from insights import selectors as insights_selectors
 from public_site import embeds
@@ -31,16 +32,22 @@ from public_site import pages as public_selectors
 from public_site import uptime as public_uptime
 from public_site.cards import status_cards
 from public_site.languages import with_language_entry
+from public_site.live_markup import mark_live_sections
 
 
 @public_page("index")
+@mark_live_sections
 @in_display_zone
 def status_index(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     page = public_selectors.status_page(now=now)
     recent = public_history.recent_incidents(now=now, days=settings.RECENT_INCIDENT_DAYS)
     cards = status_cards(page)  # the product rows, from cached fragments where current
-    return render(request, "public/index.html", {"page": page, "recent": recent, "cards": cards})
+    # "Last updated" is the last public change, not the render: the page stays the same
+    # bytes until something changes (the live script then transfers nothing).
+    updated_at = version_time(public_state_version()) or now
+    context = {"page": page, "recent": recent, "cards": cards, "updated_at": updated_at}
+    return render(request, "public/index.html", context)
 
 
 # `/` in English first asks whether the visitor prefers another language (a redirect
@@ -54,13 +61,15 @@ def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpRes
 
 
 @public_page("incident")
+@mark_live_sections
 @in_display_zone
-def _incident_anonymous(request: HttpRequest, public_id: str) -> HttpResponse:
+def incident_anonymous(request: HttpRequest, public_id: str) -> HttpResponse:
     # An explicit anonymous user: reading request.user would load the session and make
     # the response vary on the cookie.
     return _render_incident(request, public_id, AnonymousUser())
 
 
+@mark_live_sections
 @in_display_zone
 def _incident_signed_in(request: HttpRequest, public_id: str) -> HttpResponse:
     return _render_incident(request, public_id, request.user)
@@ -68,7 +77,7 @@ def _incident_signed_in(request: HttpRequest, public_id: str) -> HttpResponse:
 
 def incident_detail(request: HttpRequest, public_id: str) -> HttpResponse:
     if is_anonymous_request(request):
-        response = _incident_anonymous(request, public_id=public_id)
+        response = incident_anonymous(request, public_id=public_id)
     else:
         response = _incident_signed_in(request, public_id=public_id)
     # The session cookie chooses between the two (staff see previews), so even the
@@ -99,6 +108,7 @@ def month_variant(value: str) -> str | None:
 
 
 @public_page("product", vary_on_query={"page": page_number_variant})
+@mark_live_sections
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     requested = int(request.GET.get("page") or 1)

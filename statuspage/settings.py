@@ -29,9 +29,7 @@ DEBUG = env_bool("DEBUG", default=False)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off (set DEBUG=1 for local development)."
-        )
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (DEBUG=1 for development).")
     # Development only: a fixed key keeps sessions valid across restarts of `make run`.
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"  # noqa: S105
 
@@ -72,6 +70,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before load shedding, so that even a 503 speaks the page's language.
@@ -279,9 +278,10 @@ UPTIME_WEIGHT_DEGRADED = env_float("UPTIME_WEIGHT_DEGRADED", 0.0)
 STATUS_GRID_DAYS = env_int("STATUS_GRID_DAYS", 14)
 # "Recent incidents" on the status page: this many days, one heading per day.
 RECENT_INCIDENT_DAYS = env_int("RECENT_INCIDENT_DAYS", 14)
-# How often an open public page asks whether anything changed (static/js/live.js reads
-# it from the page); the question is a tiny version document answered with 304 mostly.
-LIVE_REFRESH_SECONDS = env_int("LIVE_REFRESH_SECONDS", 30)
+# How often an open public page asks whether anything changed (static/js/live.js), and how
+# long a CDN may keep that tiny version document (docs/adr/0016-light-on-the-wire.md).
+LIVE_REFRESH_SECONDS = env_int("LIVE_REFRESH_SECONDS", 5)
+LIVE_DOCUMENT_MAX_AGE = env_int("LIVE_DOCUMENT_MAX_AGE", 2)
 
 # --- Public page cache (edge/page_cache.py) ------------------------------------------
 # Entries are invalidated by the public-state version on every write; this TTL only

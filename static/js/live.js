@@ -1,12 +1,14 @@
 /*
  * The live page (progressive enhancement; the page is complete without it).
  *
- * Every few seconds (data-interval on this script's tag) ask the tiny version document
- * (data-version-url) whether anything public changed. The request revalidates with
- * If-None-Match, so the usual answer is an empty 304. When the version changes, fetch
- * this same page again (served from the versioned page cache) and swap each element
- * marked data-live="name" whose markup differs: banner, incidents, maintenance, product
- * statuses and bars, grid, recent incidents, the header icon, an incident's page.
+ * Every few seconds (data-interval on this script's tag), while the tab is visible, ask
+ * the tiny version document (data-version-url) whether anything public changed. The
+ * request revalidates with If-None-Match, so the usual answer is an empty 304. When the
+ * version changes, ask for this page's live sections (data-sections-url), naming the
+ * digest of each section on screen (data-live-digest): the answer holds only the
+ * sections that differ (often none), and each is swapped in place: banner, incidents,
+ * maintenance, product statuses and bars, grid, recent incidents, the header icon, an
+ * incident's page. The whole page is never fetched again.
  *
  * Any failure (network, HTTP error, unexpected body) leaves the page as it is and logs
  * nothing; the next tick tries again. Hidden tabs do not poll; they catch up when shown.
@@ -23,12 +25,13 @@
   "use strict";
 
   var script = document.currentScript;
-  if (!script || !window.fetch || !window.DOMParser || !document.querySelector) {
+  if (!script || !window.fetch || !("content" in document.createElement("template"))) {
     return;
   }
   var versionUrl = script.getAttribute("data-version-url");
-  var seconds = parseFloat(script.getAttribute("data-interval") || "30");
-  if (!versionUrl || !(seconds > 0)) {
+  var sectionsUrl = script.getAttribute("data-sections-url");
+  var seconds = parseFloat(script.getAttribute("data-interval") || "5");
+  if (!versionUrl || !sectionsUrl || !(seconds > 0)) {
     return;
   }
   var intervalMs = Math.max(500, seconds * 1000);
@@ -85,21 +88,25 @@
     }, 100);
   }
 
-  function swap(fresh) {
+  function fragment(markup) {
+    var holder = document.createElement("template");
+    holder.innerHTML = markup;
+    return holder.content.firstElementChild;
+  }
+
+  function swap(sections, title) {
     var before = announceable();
     var changed = [];
-    var current = document.querySelectorAll("[data-live]");
-    Array.prototype.forEach.call(current, function (element) {
-      var name = element.getAttribute("data-live");
-      var replacement = fresh.querySelector("[data-live='" + name + "']");
-      if (!replacement || replacement.outerHTML === element.outerHTML) {
+    Object.keys(sections).forEach(function (name) {
+      var element = document.querySelector("[data-live='" + name + "']");
+      var replacement = element && fragment(sections[name]);
+      if (!replacement || replacement.getAttribute("data-live") !== name) {
         return;
       }
       // Keep keyboard focus where it was when the focused element survives the swap.
       var focusedId = document.activeElement && element.contains(document.activeElement)
         ? document.activeElement.id : "";
-      var imported = document.importNode(replacement, true);
-      element.parentNode.replaceChild(imported, element);
+      element.parentNode.replaceChild(document.importNode(replacement, true), element);
       if (focusedId) {
         var again = document.getElementById(focusedId);
         if (again) {
@@ -109,34 +116,43 @@
       changed.push(name);
     });
     if (changed.length) {
-      var title = fresh.querySelector("title");
-      if (title && title.textContent) {
-        document.title = title.textContent;
+      if (title) {
+        document.title = title;
       }
       announceChanges(before);
       document.dispatchEvent(new CustomEvent("statuspage:live-updated", { detail: { sections: changed } }));
     }
   }
 
-  function reloadSections() {
-    return fetch(window.location.pathname + window.location.search, {
-      headers: { Accept: "text/html" },
-      credentials: "same-origin",
-      cache: "no-cache"
-    }).then(function (response) {
-      if (!response.ok) {
-        throw new Error("HTTP " + response.status);
-      }
-      // An older copy (the page was still being rebuilt, X-Status-Snapshot: stale) is
-      // shown, but the version is not taken as seen: the next tick asks again.
-      var stale = response.headers.get("X-Status-Snapshot") === "stale";
-      return response.text().then(function (html) {
-        return { html: html, stale: stale };
+  // The digests of the sections on screen, in page order: pages that hold the same
+  // sections ask the same address, which a CDN can answer for all of them.
+  function held() {
+    return Array.prototype.map.call(document.querySelectorAll("[data-live]"), function (element) {
+      return element.getAttribute("data-live-digest") || "";
+    }).filter(Boolean).join(".");
+  }
+
+  function reloadSections(version) {
+    var url = sectionsUrl + "?path=" + encodeURIComponent(window.location.pathname + window.location.search) +
+      "&v=" + encodeURIComponent(version) + "&have=" + encodeURIComponent(held());
+    return fetch(url, { headers: { Accept: "application/json" }, credentials: "omit" })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      }).then(function (answer) {
+        if (!answer || typeof answer.sections !== "object" || answer.sections === null) {
+          throw new Error("unexpected answer");
+        }
+        swap(answer.sections, answer.title);
+        document.dispatchEvent(new CustomEvent("statuspage:live-checked", {
+          detail: { sections: Object.keys(answer.sections) }
+        }));
+        // An older copy (the page was still being rebuilt) is shown, but the version is
+        // not taken as seen: the next tick asks again.
+        return !answer.stale;
       });
-    }).then(function (result) {
-      swap(new DOMParser().parseFromString(result.html, "text/html"));
-      return !result.stale;
-    });
   }
 
   function tick() {
@@ -159,7 +175,7 @@
           return null;
         }
         var next = doc.version;
-        return reloadSections().then(function (fresh) {
+        return reloadSections(next).then(function (fresh) {
           if (fresh) {
             known = next;
           }
@@ -184,9 +200,9 @@
       tick();
     }
   });
-  // The first answer is compared with nothing, so it re-reads the page once: a change
-  // between the render and this first poll is not missed, and that re-read is normally a
-  // 304 revalidation of the page just loaded.
+  // The first answer is compared with nothing, so it asks for the sections once: a
+  // change between the render and this first poll is not missed, and when there was none
+  // the answer names no section.
   tick();
   start();
 })();

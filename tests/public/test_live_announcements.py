@@ -1,11 +1,12 @@
 """What a screen reader hears from an open live page (static/js/live.js): changes, once.
 
-The pages poll every second here (LIVE_REFRESH_SECONDS=1) and re-read themselves every
-second too (PUBLIC_CACHE_TTL=1 moves the version document's time bucket), as an open page
-does every minute in production. The visitor has chosen their own time zone, so every
-re-read differs from the page on screen (the times are rewritten in the browser) and
-swaps sections: the moments when the page used to say "All Systems Operational" again.
-Every text the role="status" region takes is recorded in the page.
+The pages poll every second here (LIVE_REFRESH_SECONDS=1) and ask for their changed
+sections every second too (PUBLIC_CACHE_TTL=1 moves the version document's time bucket),
+as an open page does every minute in production. The visitor has chosen their own time
+zone, so the times on screen differ from the markup the server sends: the moments when
+the page used to say "All Systems Operational" again. Each answer to a sections request
+is counted (the statuspage:live-checked event), and every text the role="status" region
+takes is recorded in the page.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ RECORD = """() => {
     const text = region.textContent.trim();
     if (text) { window.__said.push(text); }
   }).observe(region, {childList: true, characterData: true, subtree: true});
-  document.addEventListener('statuspage:live-updated', () => { window.__swaps += 1; });
+  document.addEventListener('statuspage:live-checked', () => { window.__swaps += 1; });
 }"""
 
 
@@ -58,7 +59,7 @@ def _said(page: Any) -> list[str]:
 
 
 def _wait_swaps(page: Any, count: int) -> None:
-    """Until the page has re-read itself and swapped sections `count` more times."""
+    """Until the page has asked for its changed sections `count` more times."""
     target = page.evaluate("window.__swaps") + count
     page.wait_for_function(f"() => window.__swaps >= {target}", timeout=DEADLINE_MS * count)
 
