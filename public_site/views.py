@@ -32,7 +32,7 @@ from public_site import uptime as public_uptime
 from public_site.languages import with_language_entry
 
 
-@public_page("index")
+@public_page("index", cheap=True)
 @in_display_zone
 def status_index(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
@@ -96,7 +96,7 @@ def month_variant(value: str) -> str | None:
     return None if month == current else f"{month:%Y-%m}"
 
 
-@public_page("product", vary_on_query={"page": page_number_variant})
+@public_page("product", vary_on_query={"page": page_number_variant}, cheap=True)
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:
     requested = int(request.GET.get("page") or 1)
