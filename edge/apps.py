@@ -12,3 +12,9 @@ class EdgeConfig(AppConfig):
         from edge.deadline import install_client_timeout
 
         install_client_timeout()
+
+        # Pages rendered ahead of visitors after each public change (edge/prerender.py).
+        from edge import prerender, version
+
+        if prerender.public_state_bumped not in version.bumped:
+            version.bumped.append(prerender.public_state_bumped)

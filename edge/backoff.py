@@ -24,10 +24,14 @@ class DatabaseBackoff:
 
     def note_down(self) -> None:
         with self._lock:
-            self._failures += 1
+            now = time.monotonic()
+            # Renders that were already under way when the database failed report the
+            # same outage: only a failure after the backoff ended (a probe) doubles it.
+            if self._down_until <= now:
+                self._failures += 1
             factor = min(MAX_BACKOFF_FACTOR, 2 ** (self._failures - 1))
             seconds = settings.PUBLIC_CACHE_DB_BACKOFF * factor
-            self._down_until = time.monotonic() + seconds
+            self._down_until = max(self._down_until, now + seconds)
         cache_set(DB_DOWN_KEY, 1, seconds)
 
     def note_ok(self) -> None:

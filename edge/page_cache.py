@@ -32,7 +32,7 @@ from django.utils.translation import gettext as _
 
 from edge.backoff import database
 from edge.compress import accepts_gzip, compressible
-from edge.deadline import run_with_budget
+from edge.deadline import deadline, run_with_budget
 from edge.http import PUBLIC_CACHE_CONTROL, is_not_modified
 from edge.middleware import service_unavailable
 from edge.models import RenderProblem
@@ -125,7 +125,8 @@ class Serve(Enum):
 @dataclass(frozen=True)
 class Claim:
     lock: bool | None  # True: ours; False: another process holds it; None: cache away
-    slot: bool
+    slot: bool  # may render here
+    counted: bool = True  # holds one of the PUBLIC_MAX_REBUILDS slots (cheap misses do not)
 
 
 @dataclass(frozen=True)
@@ -259,14 +260,18 @@ def _settle(
         pending.set_result(outcome)
 
 
-def _take_claim(variant: Variant) -> Claim:
+def _take_claim(variant: Variant, *, cheap: bool) -> Claim:
     lock = cache_add(variant.lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
     if lock is False:
         return Claim(lock=False, slot=False)
+    if cheap:
+        # Never shed (docs/adr/0017-prerender.md): at most one render per variant and
+        # process (the others wait for it), and cheap variants are few.
+        return Claim(lock=lock, slot=True, counted=False)
     slot = rebuilds.take()
     if not slot and lock:
         cache_delete(variant.lock_key)
-    return Claim(lock=lock, slot=slot)
+    return Claim(lock=lock, slot=slot, counted=slot)
 
 
 def _wait(future: Future[Outcome], budget: float) -> bool:
@@ -284,7 +289,7 @@ def _render(
     kwargs: Any,
     variant: Variant,
     *,
-    locked: bool,
+    claim: Claim,
     pending: Future[Outcome],
     budget: float,
 ) -> bool:
@@ -297,8 +302,9 @@ def _render(
             with translation.override(language):
                 return _rebuild(view, request, args, kwargs, variant)
         finally:
-            rebuilds.release()
-            if locked:
+            if claim.counted:
+                rebuilds.release()
+            if claim.lock:
                 cache_delete(variant.lock_key)
 
     def follow(done: Future[CachedPage | HttpResponse]) -> None:
@@ -354,7 +360,9 @@ def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResp
     return response
 
 
-def _miss(view: View, request: HttpRequest, args: Any, kwargs: Any, variant: Variant) -> HttpResponse:
+def _miss(
+    view: View, request: HttpRequest, args: Any, kwargs: Any, variant: Variant, *, cheap: bool
+) -> HttpResponse:
     """Decide, act, repeat until the answer is known (at most twice: claim, then act)."""
     previous = _previous(variant.key_name, variant.base_name)
     budget, first_budget = float(settings.PUBLIC_RENDER_BUDGET), float(settings.PUBLIC_FIRST_RENDER_BUDGET)
@@ -374,7 +382,7 @@ def _miss(view: View, request: HttpRequest, args: Any, kwargs: Any, variant: Var
     }
     decision = decide(miss, **retries)
     if decision.serve is Serve.CLAIM:
-        miss = replace(miss, claim=_take_claim(variant))
+        miss = replace(miss, claim=_take_claim(variant, cheap=cheap))
         decision = decide(miss, **retries)
     if decision.serve is Serve.FALLBACK:
         if leading and future is not None:
@@ -388,9 +396,9 @@ def _miss(view: View, request: HttpRequest, args: Any, kwargs: Any, variant: Var
         _settle(variant.key, future, page)
         done = True
     elif decision.serve is Serve.RENDER:
-        locked = bool(miss.claim and miss.claim.lock)
+        assert miss.claim is not None
         done = _render(
-            view, request, args, kwargs, variant, locked=locked, pending=future, budget=wait_budget
+            view, request, args, kwargs, variant, claim=miss.claim, pending=future, budget=wait_budget
         )
     else:
         done = _wait(future, wait_budget)
@@ -427,6 +435,43 @@ def _answer(request: HttpRequest, variant: Variant, future: Future[Outcome]) -> 
         return page_response(request, outcome)
     assert outcome is not None
     return outcome
+
+
+# --- Rendering ahead of visitors (edge/prerender.py) ------------------------------------
+
+
+class Prerendered(Enum):
+    CACHED = "cached"  # already there under the current version
+    BUSY = "busy"  # rendered meanwhile by a request or another process
+    RENDERED = "rendered"
+    REFUSED = "refused"  # the view answered something other than 200 (not stored)
+
+
+def _prerender(view: View, request: HttpRequest, args: Any, kwargs: Any, variant: Variant) -> Prerendered:
+    """Render a variant into the cache, unless it is there or being rendered. Requests for
+    it meanwhile wait for this render (the in-process future, the cross-process lock)."""
+    if _hit(variant.key) is not None:
+        return Prerendered.CACHED
+    future, leading = _join_or_lead(variant.key)
+    if not leading:
+        return Prerendered.BUSY
+    lock = cache_add(variant.lock_key, 1, settings.PUBLIC_CACHE_LOCK_TIMEOUT)
+    if lock is False:
+        # Another process renders it: requests that joined ours get its result.
+        page = wait_for(variant.key, store=pages_cache(), timeout=settings.PUBLIC_FIRST_RENDER_BUDGET)
+        _settle(variant.key, future, page)
+        return Prerendered.BUSY
+    try:
+        with deadline(settings.PUBLIC_REBUILD_TIMEOUT):
+            outcome = _rebuild(view, request, args, kwargs, variant)
+    except BaseException as exc:
+        _settle(variant.key, future, exc=exc)
+        raise
+    finally:
+        if lock:
+            cache_delete(variant.lock_key)
+    _settle(variant.key, future, outcome)
+    return Prerendered.RENDERED if isinstance(outcome, CachedPage) else Prerendered.REFUSED
 
 
 # --- The decorator --------------------------------------------------------------------------
@@ -467,14 +512,17 @@ def _hit(key: str) -> CachedPage | None:
 
 
 def public_page(
-    name: str | None = None, *, vary_on_query: Mapping[str, Normaliser] | None = None
+    name: str | None = None, *, vary_on_query: Mapping[str, Normaliser] | None = None, cheap: bool = False
 ) -> Callable[[View], View]:
     """Serve a view's public, user-independent output from the versioned cache.
 
     `name` is the cache (and snapshot) name. Only the query parameters named in
     `vary_on_query` make variants, each through its normaliser; the view is called with
     the normalised query only, so random or out-of-range values can neither fill the
-    cache nor make a page render differently from its key.
+    cache nor make a page render differently from its key. `cheap`: the page's plain
+    variant (no query) renders in milliseconds and is never shed (its query variants
+    are); the wrapped view's `prerender(request, ...)` renders it ahead of visitors
+    (edge/prerender.py).
     """
     normalisers = dict(vary_on_query or {})
 
@@ -489,9 +537,16 @@ def public_page(
             page = _hit(variant.key)
             if page is not None:
                 return page_response(request, page)  # a hit: always served
-            return _miss(view, request, args, kwargs, variant)
+            return _miss(view, request, args, kwargs, variant, cheap=cheap and not request.GET)
+
+        def prerender(request: HttpRequest, *args: Any, **kwargs: Any) -> Prerendered:
+            return _prerender(
+                view, request, args, kwargs, _variant(request, page_name, normalisers, args, kwargs)
+            )
 
         wrapped.shed_exempt = True  # type: ignore[attr-defined]
+        # functools.wraps copies it onto wrappers of this view (the language entry of `/`).
+        wrapped.prerender = prerender  # type: ignore[attr-defined]
         return wrapped
 
     return decorator

@@ -11,6 +11,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 
 from django.core.cache import cache
 from django.db import transaction
@@ -28,6 +29,8 @@ _lock = threading.Lock()
 _polled_at = float("-inf")  # when this process last read the row (cache unreachable)
 _known: str | None = None  # the newest stamp this process has seen
 _cache_missed = False  # the cache was unreachable since this process last read it
+# Called with each new stamp once it is stored (edge.apps: the prerender).
+bumped: list[Callable[[str], None]] = []
 
 
 def reset() -> None:
@@ -82,6 +85,11 @@ def _bump() -> None:
     except Exception:  # noqa: BLE001 - readers fall back to the database row
         global _cache_missed
         _cache_missed = True
+    for listener in bumped:
+        try:
+            listener(version)
+        except Exception:  # never the writer's problem
+            logger.warning("a listener of the public state version failed", exc_info=True)
 
 
 def public_state_changed() -> None:

@@ -35,10 +35,10 @@ urlpatterns: list[URLPattern | URLResolver] = [
         public_page("product-history-json")(embeds.product_json_feed),
         name="product-history-json",
     ),
-    path("badge.svg", public_page("badge")(embeds.page_badge), name="badge"),
+    path("badge.svg", public_page("badge", cheap=True)(embeds.page_badge), name="badge"),
     path(
         "products/<slug:slug>/badge.svg",
-        public_page("product-badge")(embeds.product_badge),
+        public_page("product-badge", cheap=True)(embeds.product_badge),
         name="product-badge",
     ),
     path("robots.txt", crawlers.robots_txt, name="robots"),

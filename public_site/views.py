@@ -35,7 +35,7 @@ from public_site.languages import with_language_entry
 from public_site.live_markup import mark_live_sections
 
 
-@public_page("index")
+@public_page("index", cheap=True)
 @mark_live_sections
 @in_display_zone
 def status_index(request: HttpRequest) -> HttpResponse:
@@ -107,7 +107,7 @@ def month_variant(value: str) -> str | None:
     return None if month == current else f"{month:%Y-%m}"
 
 
-@public_page("product", vary_on_query={"page": page_number_variant})
+@public_page("product", vary_on_query={"page": page_number_variant}, cheap=True)
 @mark_live_sections
 @in_display_zone
 def product_detail(request: HttpRequest, slug: str) -> HttpResponse:

@@ -284,8 +284,7 @@ LIVE_REFRESH_SECONDS = env_int("LIVE_REFRESH_SECONDS", 5)
 LIVE_DOCUMENT_MAX_AGE = env_int("LIVE_DOCUMENT_MAX_AGE", 2)
 
 # --- Public page cache (edge/page_cache.py) ------------------------------------------
-# Entries are invalidated by the public-state version on every write; this TTL only
-# refreshes clock-driven text such as the running duration of an ongoing incident.
+# Keys carry the public-state version; the TTL only refreshes clock-driven text (durations).
 PUBLIC_CACHE_TTL = env_int("PUBLIC_CACHE_TTL", 60)
 PUBLIC_CACHE_MAX_AGE = env_int("PUBLIC_CACHE_MAX_AGE", 60)
 PUBLIC_CACHE_SWR = env_int("PUBLIC_CACHE_SWR", 30)
@@ -294,18 +293,19 @@ PUBLIC_CACHE_LOCK_TIMEOUT = env_int("PUBLIC_CACHE_LOCK_TIMEOUT", 10)
 # After a database failure, every public page and cached API read skips the database for
 # this many seconds (stale copy, snapshot or 503) before one request tries again.
 PUBLIC_CACHE_DB_BACKOFF = env_float("PUBLIC_CACHE_DB_BACKOFF", 2.0)
-# The time budget of a public rebuild or cached API read, in seconds: past it the request
-# answers from the last good copy (marked stale) or 503 + Retry-After, and the rebuild
-# goes on in the background, at most PUBLIC_REBUILD_TIMEOUT seconds (keep it under
-# PUBLIC_CACHE_LOCK_TIMEOUT, so that two rebuilds of one page never overlap).
+# The time budget of a public rebuild or cached API read (s): past it the request answers
+# the last good copy (marked stale) or 503 + Retry-After while the rebuild goes on, at most
+# PUBLIC_REBUILD_TIMEOUT s (under PUBLIC_CACHE_LOCK_TIMEOUT: two never overlap).
 PUBLIC_RENDER_BUDGET = env_float("PUBLIC_RENDER_BUDGET", 0.3)
 PUBLIC_REBUILD_TIMEOUT = env_float("PUBLIC_REBUILD_TIMEOUT", 8.0)
-# A page with no older copy to answer with (never rendered, cache and snapshot empty)
-# waits up to this long for its first render before 503 + Retry-After.
+# A page with no older copy waits this long for its first render (one render: requests
+# for it meanwhile wait for that one) before 503 + Retry-After.
 PUBLIC_FIRST_RENDER_BUDGET = env_float("PUBLIC_FIRST_RENDER_BUDGET", 2.0)
-# Cache misses one process rebuilds at once; the next miss gets the last good copy or a
-# fast 503 + Retry-After (hits are always served).
+# Expensive misses one process rebuilds at once; the next gets the last good copy or a
+# fast 503 (hits, and the plain `/`, product pages and badges, are never shed).
 PUBLIC_MAX_REBUILDS = env_int("PUBLIC_MAX_REBUILDS", 2)
+# Render `/`, the product pages and the badges after each change (docs/adr/0017-prerender.md).
+PUBLIC_PRERENDER_ON_CHANGE = env_bool("PUBLIC_PRERENDER_ON_CHANGE", True)
 # max-age of a stale answer: shared caches keep it only briefly.
 PUBLIC_STALE_MAX_AGE = env_int("PUBLIC_STALE_MAX_AGE", 5)
 # With the cache server unreachable, each process reads the version stamp from the

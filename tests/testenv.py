@@ -18,6 +18,9 @@ os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,localhost,127.0.0.1")
 os.environ.setdefault("VAR_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), "var", "test"))
 os.environ.setdefault("STATIC_MANIFEST", "0")
+# Prerendering after each change would render every page after every write of every test;
+# the tests of it turn it on (tests/edge/test_prerender.py).
+os.environ.setdefault("PUBLIC_PRERENDER_ON_CHANGE", "0")
 
 # The main suite runs on a local-memory cache with tasks in process, so results do not
 # depend on what another test left in Redis. Tests that need the real Redis (broker,
