@@ -93,17 +93,24 @@ def products_changed(product_ids: Iterable[int]) -> None:
         Product.objects.filter(pk__in=ids).update(public_version=F("public_version") + 1)
 
 
+def recorded(incident: Incident, *, products: Iterable[int] = ()) -> None:
+    """Tell the rooms above that what staff figures read about `incident` changed (its
+    times, visibility or windows, drafts included); `products`: whose windows did."""
+    events.announce(kind="recorded", incident=incident, products=frozenset(products))
+
+
 def impact_changed(incident: Incident, *, products: Iterable[int] = (), was_public: bool = False) -> None:
     """The one place every write that changes counted impact goes through: windows added,
     moved, closed or deleted, a draft published, an incident deleted. `products` names
     products that lost impact (a window moved away or deleted); the incident's current
     windows are added. A draft's windows count for nothing, so a draft that was one
     changes nothing public (docs/adr/0011-drafts-count-once-published.md)."""
-    if not (incident.is_public or was_public):
-        return
     ids = set(products)
     if incident.pk is not None:
         ids.update(ImpactWindow.objects.filter(incident_id=incident.pk).values_list("product_id", flat=True))
+    recorded(incident, products=ids)
+    if not (incident.is_public or was_public):
+        return
     products_changed(ids)
     events.announce(kind="impact_changed", incident=incident, products=frozenset(ids))
     public_cache.public_state_changed()

@@ -22,6 +22,7 @@ from incidents.services._common import (
     impact_changed,
     markdown_field,
     public_changed,
+    recorded,
     require_aware,
     validate_window,
 )
@@ -459,6 +460,8 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         public_changed(incident, was_public=was_public)
     if incident.started_at != old_start or incident.is_public != was_public:
         impact_changed(incident, was_public=was_public)
+    elif changes:
+        recorded(incident)  # e.g. the detection time: no impact moved, staff figures did
     return incident
 
 
