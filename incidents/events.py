@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 # What the services announce. "opened", "updated" and "resolved" carry the timeline
 # update they posted; "report_published" carries the report; "impact_changed" carries
 # the products whose counted impact changed (windows added, moved, closed or deleted, a
-# draft published, an incident deleted).
-KINDS = ("opened", "updated", "resolved", "report_published", "impact_changed")
+# draft published, an incident deleted). "recorded" carries the products whose windows
+# may have changed, for any change to what staff figures read (times, visibility,
+# windows, deletion), drafts included, which "impact_changed" leaves out.
+KINDS = ("opened", "updated", "resolved", "report_published", "impact_changed", "recorded")
 
 
 @dataclass(frozen=True)

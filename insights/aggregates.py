@@ -17,13 +17,15 @@ from typing import Any
 from django.db import connection
 
 from incidents import uptime
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate
+from incidents.models import ActionItem, ImpactWindow, Incident
 from insights import metrics
+from insights.models import ImpactStretch, IncidentFacts
 
 _INCIDENTS = Incident._meta.db_table
-_UPDATES = IncidentUpdate._meta.db_table
 _WINDOWS = ImpactWindow._meta.db_table
 _ACTION_ITEMS = ActionItem._meta.db_table
+_FACTS = IncidentFacts._meta.db_table
+_STRETCHES = ImpactStretch._meta.db_table
 _CLOSED_ITEMS = [ActionItem.Status.DONE, ActionItem.Status.WONT_DO]
 
 # For these statements only (SET LOCAL lasts for the one implicit transaction of the
@@ -43,23 +45,6 @@ def _severity_sql(column: str) -> str:
         f"WHEN '{level}' THEN {severity}" for level, severity in uptime.SEVERITY.items() if severity
     )
     return f"(CASE {column} {whens} END)"
-
-
-def _running_counts() -> str:
-    """Per level, how many of a product's windows cover the stretch after each event."""
-    return ", ".join(
-        f"sum(CASE WHEN sev = {uptime.SEVERITY[level]} THEN d ELSE 0 END) OVER w AS c{uptime.SEVERITY[level]}"
-        for level in uptime.LEVELS_WORST_FIRST
-    )
-
-
-def _worst_covering() -> str:
-    """The severity of the worst level covering a stretch; NULL when none does."""
-    whens = " ".join(
-        f"WHEN c{uptime.SEVERITY[level]} > 0 THEN {uptime.SEVERITY[level]}"
-        for level in uptime.LEVELS_WORST_FIRST
-    )
-    return f"(CASE {whens} END)"
 
 
 def _micros(expression: str) -> str:
@@ -114,86 +99,83 @@ _Ranked = dict[int, tuple[int, set[tuple[int, timedelta, int]]]]
 _RankedByPeriod = dict[tuple[int, int], tuple[int, set[tuple[int, timedelta, int]]]]
 
 
-def _measures_sql(in_scope: str) -> str:
-    """The range's incidents in scope (`inc`) and their four measures as intervals (`m`)."""
-    return f"""WITH inc AS MATERIALIZED (
-    SELECT i.id, i.public_id, i.title, i.kind = %s AS maint, i.is_public, i.resolved_at IS NULL AS open,
-           width_bucket(i.started_at, %s::timestamptz[]) AS period,
-           i.started_at, i.created_at, i.detected_at, i.resolved_at,
-           u.first_at, u.last_at, u.n, u.first_posted_at, w.sev
-    FROM {_INCIDENTS} i
-    CROSS JOIN LATERAL (
-        SELECT min(display_at) AS first_at, max(display_at) AS last_at, count(*) AS n,
-               min(created_at) AS first_posted_at
-        FROM {_UPDATES} WHERE incident_id = i.id
-    ) u
-    CROSS JOIN LATERAL (
-        SELECT max({_severity_sql("w.level")}) AS sev FROM {_WINDOWS} w
-        WHERE w.incident_id = i.id AND {in_scope}
-    ) w
-    WHERE i.started_at >= %s AND i.started_at < %s AND (NOT %s OR w.sev IS NOT NULL)
-),
-cadence AS (
-    -- metrics.incident_row: (last - first) / (updates - 1) rounded half to even to a
-    -- microsecond (timedelta division), then half to even to a whole second (round()).
-    SELECT period, id, q + (CASE WHEN 2 * r > k OR (2 * r = k AND mod(q, 2) = 1) THEN 1 ELSE 0 END) AS us
-    FROM (
-        SELECT period, id, k, d / k AS q, mod(d, k) AS r
-        FROM (
-            SELECT period, id, n - 1 AS k, GREATEST({_micros("last_at - first_at")}, 0) AS d
-            FROM inc WHERE NOT maint AND is_public AND n > 1
-        ) c
-    ) c
-),
--- The four measures as intervals (exact microseconds; ranked faster than numerics).
+# Every measure of every incident, for the ranks within each period (the response CSV).
+_PER_PERIOD_MEASURES = """,
 m AS (
-    SELECT 0 AS k, period, id, GREATEST(detected_at - started_at, INTERVAL '0') AS v
-    FROM inc WHERE NOT maint AND detected_at IS NOT NULL
+    SELECT 0 AS k, period, id, detect_us AS v FROM inc WHERE detect_us IS NOT NULL
     UNION ALL
-    SELECT 1, period, id, GREATEST(first_posted_at - COALESCE(detected_at, created_at), INTERVAL '0')
-    FROM inc WHERE NOT maint AND is_public AND first_posted_at IS NOT NULL
+    SELECT 1, period, id, first_update_us FROM inc WHERE first_update_us IS NOT NULL
     UNION ALL
-    SELECT 2, period, id, GREATEST(resolved_at - started_at, INTERVAL '0')
-    FROM inc WHERE NOT maint AND resolved_at IS NOT NULL
+    SELECT 2, period, id, resolve_us FROM inc WHERE resolve_us IS NOT NULL
     UNION ALL
-    SELECT 3, period, id,
-           (us / 1000000 + (CASE WHEN mod(us, 1000000) > 500000
-                                   OR (mod(us, 1000000) = 500000 AND mod(us / 1000000, 2) = 1)
-                              THEN 1 ELSE 0 END)) * INTERVAL '1 second'
-    FROM cadence
-)"""  # noqa: S608 - only constants are formatted in (table and level names); values are parameters
+    SELECT 3, period, id, cadence_us FROM inc WHERE cadence_us IS NOT NULL
+)"""
 
 
-def _figures_sql(in_scope: str, per_period: bool) -> str:
-    """Counts per period and level, and the ranks of each measure the page shows."""
-    if per_period:
-        period_ranks = (
-            "row_number() OVER (PARTITION BY k, period ORDER BY v, id) - 1 AS rp, "
-            "count(*) OVER (PARTITION BY k, period) AS np"
-        )
+def _measures_sql(scoped: bool, per_period: bool) -> str:
+    """The range's incidents in scope (`inc`) from their stored facts, and their four
+    measures in microseconds (`m`). Scoped: only incidents with a window on one of the
+    products, at the worst level among those."""
+    if scoped:
+        source = f"""FROM {_FACTS} f
+    JOIN {_WINDOWS} w ON w.incident_id = f.incident_id AND w.product_id = ANY(%(products)s)
+    WHERE f.started_at >= %(start)s AND f.started_at < %(end)s
+    GROUP BY f.incident_id"""
+        severity = f"max({_severity_sql('w.level')})"
     else:
-        period_ranks = "NULL::bigint AS rp, NULL::bigint AS np"
+        source = f"FROM {_FACTS} f WHERE f.started_at >= %(start)s AND f.started_at < %(end)s"
+        severity = "f.severity"
+    return f"""WITH inc AS (
+    SELECT f.incident_id AS id, f.is_maintenance AS maint, f.is_open AS open,
+           width_bucket(f.started_at, %(lows)s::timestamptz[]) AS period, {severity} AS sev,
+           f.detect_us, f.first_update_us, f.resolve_us, f.cadence_us
+    {source}
+){_PER_PERIOD_MEASURES if per_period else ""}"""
+
+
+_MEASURES = ("detect_us", "first_update_us", "resolve_us", "cadence_us")  # k = 0 to 3
+
+
+def _whole_range_ranks_sql(k: int, scoped: bool) -> str:
+    """The ranks one measure shows over the whole range, read in the order of its index
+    (`insights.models.IncidentFacts`): no sort, however many incidents the range holds."""
+    column = _MEASURES[k]
+    in_scope = "AND f.incident_id IN (SELECT id FROM inc)" if scoped else ""
     med, p90 = nearest_rank_sql("na", 50), nearest_rank_sql("na", 90)
-    pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
-    return f"""{_LOCAL_SETTINGS}
-{_measures_sql(in_scope)},
-ranked AS (
-    SELECT k, period, id, v,
-           row_number() OVER (PARTITION BY k ORDER BY v, id) - 1 AS ra,
-           count(*) OVER (PARTITION BY k) AS na,
-           {period_ranks}
+    return f"""SELECT {k} AS k, width_bucket(started_at, %(lows)s::timestamptz[]) AS period, id, v, ra, na,
+       NULL::bigint AS rp, NULL::bigint AS np FROM (
+    SELECT f.started_at, f.incident_id AS id, f.{column} AS v,
+           row_number() OVER (ORDER BY f.{column}, f.incident_id) - 1 AS ra, count(*) OVER () AS na
+    FROM {_FACTS} f
+    WHERE f.{column} IS NOT NULL AND f.started_at >= %(start)s AND f.started_at < %(end)s {in_scope}
+) r{k} WHERE ra IN ({med}, {p90}, na - 1) OR {drawn_rank_sql("ra", "na")}"""  # noqa: S608 - constants only
+
+
+def _figures_sql(scoped: bool, per_period: bool) -> str:
+    """Counts per period and level, and the ranks of each measure the page shows."""
+    picked = [_whole_range_ranks_sql(k, scoped) for k in range(len(_MEASURES))]
+    if per_period:
+        pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
+        picked.append(f"""SELECT k, period, id, v, NULL::bigint, NULL::bigint, rp, np FROM (
+    SELECT k, period, id, v, row_number() OVER (PARTITION BY k, period ORDER BY v, id) - 1 AS rp,
+           count(*) OVER (PARTITION BY k, period) AS np
     FROM m
-),
+) rp WHERE rp IN ({pmed}, {pp90}, np - 1)""")  # noqa: S608 - constants only
+    union = "\nUNION ALL\n".join(f"({part})" for part in picked)
+    return f"""{_LOCAL_SETTINGS}
+{_measures_sql(scoped, per_period)},
 picked AS (
-    SELECT * FROM ranked
-    WHERE ra IN ({med}, {p90}, na - 1) OR {drawn_rank_sql("ra", "na")} OR rp IN ({pmed}, {pp90}, np - 1)
+{union}
 )
 SELECT
     (SELECT COALESCE(json_agg(json_build_array(period, maint, COALESCE(sev, 0), open, n)), '[]')
      FROM (SELECT period, maint, sev, open, count(*) AS n FROM inc GROUP BY 1, 2, 3, 4) c),
-    (SELECT COALESCE(json_agg(json_build_array(p.k, p.period, p.ra, p.na, p.rp, p.np, {_micros("p.v")},
-                                               p.id, i.public_id, i.title)), '[]')
-     FROM picked p JOIN inc i ON i.id = p.id)
+    -- Each picked incident's name by its key (a few hundred look-ups, not a join the
+    -- planner would hash over every incident).
+    (SELECT COALESCE(json_agg(json_build_array(p.k, p.period, p.ra, p.na, p.rp, p.np, p.v, p.id,
+                                               (SELECT public_id FROM {_INCIDENTS} WHERE id = p.id),
+                                               (SELECT title FROM {_INCIDENTS} WHERE id = p.id))), '[]')
+     FROM picked p)
 """  # noqa: S608 - only constants are formatted in (table and level names, numbers); values are parameters
 
 
@@ -228,9 +210,9 @@ def _kept_ranks(
     wanted: dict[int, frozenset[int]] = {}  # per count, the ranks shown
     for k, period, ra, na, rp, np, v, incident_id, public_id, title in picked:
         value = timedelta(microseconds=v)
-        if na not in wanted:
+        if na is not None and na not in wanted:
             wanted[na] = metrics.summary_ranks(na) | frozenset(metrics.drawn_ranks(na))
-        if ra in wanted[na]:
+        if na is not None and ra in wanted[na]:
             whole.setdefault(k, (na, set()))[1].add((ra, value, incident_id))
             behind[incident_id] = metrics.Named(public_id=public_id, title=title)
         if np is not None and rp in metrics.summary_ranks(np):
@@ -253,11 +235,15 @@ def incident_figures(
     incident without any window counts too, as in the Python path). `per_period`: rank
     within each period too (a second sort of every value), for the response CSV."""
     lows = [p.start for p in periods]
-    in_scope, scope_params = _scope_condition("w", products)
     scoped = products is not None
-    params = [Incident.Kind.MAINTENANCE, lows, *scope_params, periods[0].start, periods[-1].end, scoped]
+    params = {
+        "lows": lows,
+        "products": list(products or ()),
+        "start": periods[0].start,
+        "end": periods[-1].end,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(_figures_sql(in_scope, per_period), params)
+        cursor.execute(_figures_sql(scoped, per_period), params)
         counts, picked = cursor.fetchone()
     by_level, open_incidents, maintenance = _counts(counts)
     whole, by_period, behind = _kept_ranks(picked)
@@ -279,43 +265,33 @@ def downtime_by_level(
     *, products: Sequence[int] | None, periods: Sequence[metrics.Period], now: datetime
 ) -> dict[tuple[int, int], dict[str, timedelta]]:
     """One query: per (product id, period index), the time each level was the worst one in
-    [period start, min(period end, now)). Products and periods without downtime are absent."""
-    lows = [p.start for p in periods]
+    [period start, min(period end, now)). Products and periods without downtime are absent.
+
+    Summed from the stored stretches of worst level (`insights.models.ImpactStretch`),
+    each clipped to every period it overlaps: they partition each product's covered time,
+    so the sums are the sweep's over the windows, to the microsecond."""
     start = periods[0].start
     horizon = min(periods[-1].end, now)
-    in_scope, scope_params = _scope_condition("w", products)
+    lows = [p.start for p in periods]
+    highs = [min(p.end, horizon) for p in periods]
+    in_scope, scope_params = _scope_condition("s", products)
     sql = f"""{_LOCAL_SETTINGS}
-WITH pieces AS (
-    SELECT w.product_id, {_severity_sql("w.level")} AS sev,
-           GREATEST(w.started_at, %s) AS s,
-           LEAST(COALESCE(w.ended_at, %s), %s) AS e
-    FROM {_WINDOWS} w
-    WHERE w.started_at < %s AND (w.ended_at IS NULL OR w.ended_at > %s) AND {in_scope}
-),
-events AS (
-    SELECT product_id, s AS t, sev, 1 AS d FROM pieces WHERE e > s
-    UNION ALL
-    SELECT product_id, e, sev, -1 FROM pieces WHERE e > s
-    UNION ALL
-    -- Every period start, so that no stretch runs across two periods.
-    SELECT product_id, low, 0, 0
-    FROM (SELECT DISTINCT product_id FROM pieces WHERE e > s) p, unnest(%s::timestamptz[]) AS low
-),
-running AS (
-    SELECT product_id, t, lead(t) OVER w AS t_next, {_running_counts()}
-    FROM events
-    -- Events at the same moment: the last one's running counts hold them all, and the
-    -- others' stretches are empty.
-    WINDOW w AS (PARTITION BY product_id ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-)
-SELECT product_id, width_bucket(t, %s::timestamptz[]) AS period, {_worst_covering()} AS sev,
-       {_micros("sum(t_next - t)")} AS length
-FROM running
-WHERE t_next > t AND {_worst_covering()} IS NOT NULL
+SELECT product_id, b AS period, severity,
+       {_micros("sum(LEAST(COALESCE(e, 'infinity'), (%s::timestamptz[])[b]) - GREATEST(st, (%s::timestamptz[])[b]))")}
+FROM (
+    SELECT s.product_id, s.severity, s.started_at AS st, s.ended_at AS e,
+           generate_series(width_bucket(GREATEST(s.started_at, %s), %s::timestamptz[]),
+                           width_bucket(LEAST(COALESCE(s.ended_at, 'infinity'), %s) - INTERVAL '1 microsecond',
+                                        %s::timestamptz[])) AS b
+    FROM {_STRETCHES} s
+    WHERE s.started_at < %s AND (s.ended_at IS NULL OR s.ended_at > %s) AND {in_scope}
+) pieces
 GROUP BY 1, 2, 3
-"""  # noqa: S608 - only constants are formatted in (table and level names, numbers); values are parameters
-    params = [start, horizon, horizon, horizon, start, *scope_params, lows, lows]
+"""  # noqa: S608 - only constants are formatted in (table names); values are parameters
+    params = [highs, lows, start, lows, horizon, lows, horizon, start, *scope_params]
     out: dict[tuple[int, int], dict[str, timedelta]] = defaultdict(dict)
+    if horizon <= start:
+        return {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for product_id, period, severity, micros in cursor.fetchall():

@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from django.db.models import Count, Exists, Max, Min, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
 
 from credits.models import CreditNotice, CustomerEntitlement, NoticeState
 from incidents import uptime
@@ -66,7 +66,16 @@ def incident_facts(
         # of the range to keep fifty costs as much as the rest of the page.
         ids = queryset.exclude(kind=Incident.Kind.MAINTENANCE).order_by("-started_at", "-id").values("pk")
         queryset = Incident.objects.filter(pk__in=Subquery(ids[:newest]))
-    rows = list(
+    rows = fact_rows(queryset)
+    if newest is not None:
+        spans = _windows_of(scope=scope, incident_ids=[row[0] for row in rows])
+    assert spans is not None
+    return facts_of(rows, spans=spans)
+
+
+def fact_rows(queryset: QuerySet[Incident]) -> list[tuple[Any, ...]]:
+    """One query: the incidents of `queryset` with their updates summed up, newest first."""
+    return list(
         queryset.annotate(
             first_update=Min("updates__display_at"),
             last_update=Max("updates__display_at"),
@@ -76,9 +85,12 @@ def incident_facts(
         .values_list(*_FACT_COLUMNS)
         .order_by("-started_at", "-id")
     )
-    if newest is not None:
-        spans = _windows_of(scope=scope, incident_ids=[row[0] for row in rows])
-    assert spans is not None
+
+
+def facts_of(
+    rows: Sequence[tuple[Any, ...]], *, spans: dict[int, list[uptime.Span]]
+) -> list[metrics.IncidentFacts]:
+    """`fact_rows` with each incident's spans, as the maths takes them."""
     return [
         metrics.IncidentFacts(
             incident_id=pk,

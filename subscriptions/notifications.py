@@ -72,8 +72,9 @@ HEADLINES: dict[Event, Any] = {
     Event.MAINTENANCE_COMPLETED: _("Maintenance completed"),
 }
 
-# What subscribers hear about; "impact_changed" is for caches and figures, not people.
-KINDS = tuple(k for k in events.KINDS if k != "impact_changed")
+# What subscribers hear about; "impact_changed" and "recorded" are for caches and figures,
+# not people.
+KINDS = tuple(k for k in events.KINDS if k not in ("impact_changed", "recorded"))
 
 
 def event_for(*, kind: str, incident: Incident, update: IncidentUpdate | None) -> Event:

@@ -99,6 +99,12 @@ def products_changed(product_ids: Iterable[int]) -> None:
         Product.objects.filter(pk__in=ids).update(public_version=F("public_version") + 1)
 
 
+def recorded(incident: Incident, *, products: Iterable[int] = ()) -> None:
+    """Tell the rooms above that what staff figures read about `incident` changed (its
+    times, visibility or windows, drafts included); `products`: whose windows did."""
+    events.announce(kind="recorded", incident=incident, products=frozenset(products))
+
+
 # A window's extent: [started_at, ended_at), ended_at None while open.
 Extent = tuple[datetime, datetime | None]
 
@@ -117,9 +123,8 @@ def impact_changed(
     draft's windows count for nothing, so a draft that was one changes nothing public
     (docs/adr/0011-drafts-count-once-published.md). The per-day summary of every product
     touched is recounted here, over the days of those extents
-    (docs/adr/0014-per-day-summary.md)."""
-    if not (incident.is_public or was_public):
-        return
+    (docs/adr/0014-per-day-summary.md). Staff figures hear "recorded" about drafts
+    too (docs/adr/0018-incident-facts.md)."""
     ids = set(products)
     extents = list(moved)
     if incident.pk is not None:
@@ -129,6 +134,9 @@ def impact_changed(
             ids.add(product_id)
             if ended_at is not None:  # an open window is in no stored day
                 extents.append((started_at, ended_at))
+    recorded(incident, products=ids)
+    if not (incident.is_public or was_public):
+        return
     products_changed(ids)
     daily.refresh(products=ids, spans=extents, now=timezone.now())
     events.announce(kind="impact_changed", incident=incident, products=frozenset(ids))

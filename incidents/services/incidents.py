@@ -22,6 +22,7 @@ from incidents.services._common import (
     impact_changed,
     markdown_field,
     public_changed,
+    recorded,
     require_aware,
     validate_window,
 )
@@ -463,6 +464,8 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         # the old and the new start are recounted too.
         moved = (min(old_start, incident.started_at), max(old_start, incident.started_at))
         impact_changed(incident, was_public=was_public, moved=[moved])
+    elif changes:
+        recorded(incident)  # e.g. the detection time: no impact moved, staff figures did
     return incident
 
 

@@ -29,7 +29,7 @@ def heard(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     kinds: list[str] = []
 
     def spy(event: events.IncidentEvent) -> None:
-        if event.kind != "impact_changed":
+        if event.kind not in ("impact_changed", "recorded"):
             kinds.append(event.kind)
 
     monkeypatch.setitem(events._handlers, "test-spy", spy)
