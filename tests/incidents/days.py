@@ -1,0 +1,120 @@
+"""What the per-day summary is checked against: the computation from every window that the
+status page did before it (`uptime.day_statuses`, `uptime.uptime`, `uptime.current_level`
+over the counted windows of the range), and a snapshot of the stored rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+
+from core.timezones import display_zone
+from incidents import daily, services, uptime
+from incidents.models import ImpactWindow, Incident, Product, ProductDay
+from incidents.selectors import windows_counted
+
+WEIGHTS = uptime.Weights()
+DAYS = 90
+
+
+@dataclass(frozen=True)
+class Reference:
+    statuses: dict[int, tuple[uptime.DayStatus, ...]]
+    levels: dict[int, str]
+    uptimes: dict[tuple[int, int], uptime.Uptime]  # (product, last n days)
+
+
+def reference(*, now: datetime, last: date, count: int = DAYS) -> Reference:
+    """The old status page's arithmetic, from every counted window of the range."""
+    tz = display_zone()
+    days = uptime.display_days(last=last, count=count, tz=tz)
+    windows = windows_counted().filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=days[0].start), started_at__lte=now
+    )
+    spans: dict[int, list[uptime.Span]] = defaultdict(list)
+    for w in windows:
+        spans[w.product_id].append(
+            uptime.Span(level=w.level, start=w.started_at, end=w.ended_at, incident_id=w.incident_id)
+        )
+    products = list(Product.objects.values_list("pk", flat=True))
+    statuses, levels, uptimes = {}, {}, {}
+    for pk in products:
+        mine = spans.get(pk, [])
+        statuses[pk] = uptime.day_statuses(mine, days=days, now=now, weights=WEIGHTS)
+        levels[pk] = uptime.current_level(mine, now=now)
+        for n in (count, 30):
+            uptimes[pk, n] = uptime.uptime(
+                mine, start=days[-n].start, end=days[-1].end, now=now, weights=WEIGHTS
+            )
+    return Reference(statuses=statuses, levels=levels, uptimes=uptimes)
+
+
+def summary(*, now: datetime, last: date, count: int = DAYS) -> daily.ProductDays:
+    return daily.product_days(
+        first=last - timedelta(days=count - 1),
+        last=last,
+        now=now,
+        weights=WEIGHTS,
+        products=list(Product.objects.values_list("pk", flat=True)),
+    )
+
+
+def assert_same_as_reference(*, now: datetime, count: int = DAYS) -> None:
+    """The summary read at `now` gives exactly what every window gives."""
+    last = uptime.local_date(now, display_zone())
+    ref = reference(now=now, last=last, count=count)
+    got = summary(now=now, last=last, count=count)
+    for pk, expected in ref.statuses.items():
+        statuses = got.statuses(pk)
+        for mine, theirs in zip(statuses, expected, strict=True):
+            assert mine == theirs, (pk, mine.day.date)
+        assert got.level(pk) == ref.levels[pk], pk
+        for n in (count, 30):
+            assert uptime.uptime_of_days(statuses[-n:], now=now, weights=WEIGHTS) == ref.uptimes[pk, n]
+        for status in statuses:
+            for i in status.incidents:
+                assert i.incident_id in got.names
+
+
+def stored() -> list[tuple[Any, ...]]:
+    """Every stored day with its incidents, in a stable order (ids of rows aside)."""
+    return sorted(
+        (
+            d.product_id,
+            d.zone,
+            d.day,
+            d.level,
+            d.major_outage,
+            d.partial_outage,
+            d.degraded_performance,
+            d.under_maintenance,
+            tuple(d.incidents.order_by("rank").values_list("incident_id", "level", "rank")),
+        )
+        for d in ProductDay.objects.all()
+    )
+
+
+def assert_fresh() -> None:
+    """What the writes kept equals a recount of everything from scratch."""
+    kept = stored()
+    daily.rebuild(daily.Models(), tz=display_zone(), zone=settings.DISPLAY_TIME_ZONE)
+    assert kept == stored()
+
+
+def scheduled(product: Product, start: datetime, end: datetime) -> None:
+    services.incident_open(
+        title="Planned work",
+        kind=Incident.Kind.MAINTENANCE,
+        impact=Incident.Impact.NONE,
+        scheduled_for=start,
+        scheduled_until=end,
+        windows=[
+            services.WindowSpec(
+                product=product, level=ImpactWindow.Level.UNDER_MAINTENANCE, started_at=start, ended_at=end
+            )
+        ],
+    )
