@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -364,8 +364,12 @@ def status_page(*, now: datetime) -> StatusPage:
         spans_by_product[w.product_id].append(window_span(w))
 
     rows = []
+    quiet: ProductRow | None = None  # products without impact share the same days and figures
     for product in products:
         spans = spans_by_product.get(product.pk, [])
+        if not spans and quiet is not None:
+            rows.append(replace(quiet, product=product))
+            continue
         statuses = uptime.day_statuses(spans, days=days, now=now, weights=weights)
         views = day_views(statuses, refs)
         rows.append(
@@ -386,6 +390,8 @@ def status_page(*, now: datetime) -> StatusPage:
                 ),
             )
         )
+        if not spans:
+            quiet = rows[-1]
 
     open_items = [
         open_incident(i)
