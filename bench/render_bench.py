@@ -1,8 +1,12 @@
 """Uncached render time and query count of the status page as products (10 to 1,000) and
 history (1,000 to 100,000 incidents) grow, each series against its smallest case in the
-same run. Queries must stay flat.
+same run. Queries must stay flat. Cold renders start with an empty cache (no page, no
+fragment); the products series also gives the gzip bytes per product and, at its
+largest size, the rebuild after a change to one product (its fragments and the page
+summary rebuilt, the other products' from the cache) against the cold render.
 
-    .venv/bin/python bench/render_bench.py [--repeat 5] [--series history] [--database-url sqlite:///...]
+    .venv/bin/python bench/render_bench.py [--repeat 5] [--series products|history|all]
+        [--database-url sqlite:///...]
 
 The incidents are bulk-loaded behind the services' back, so the per-day summary the page
 reads is recounted after each load (`manage.py rebuild_product_days`, not timed).
@@ -13,6 +17,7 @@ Figures: bench/README.md, "Uncached render of `/`".
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import os
 import statistics
@@ -109,15 +114,10 @@ def add_incidents(count: int, products: list, now: datetime, offset: int = 0) ->
         IncidentUpdate.objects.bulk_create(updates)
 
 
-def recount_days() -> None:
-    """The services keep the per-day summary; a bulk load must recount it (not timed)."""
-    from django.core.management import call_command
-
-    call_command("rebuild_product_days", stdout=io.StringIO())
-
-
-def measure(repeat: int) -> tuple[float, int, int]:
-    """Median seconds, queries and bytes of one uncached render of `/`."""
+def measure(repeat: int, *, before: Any = None) -> tuple[float, int, int, int]:
+    """Median seconds, queries, bytes and gzip bytes of one render of `/` without the page
+    cache, each after `before()` (default: an empty cache, a cold render)."""
+    from django.core.cache import cache
     from django.db import connection
     from django.test import RequestFactory
     from django.test.utils import CaptureQueriesContext
@@ -128,10 +128,10 @@ def measure(repeat: int) -> tuple[float, int, int]:
     if getattr(view, "shed_exempt", False):
         view = view.__wrapped__  # skip the page cache: measure the rebuild itself
     rf = RequestFactory()
-    view(rf.get("/"))  # warm up: templates compiled and translations loaded once per process
     times = []
     queries = size = 0
     for _ in range(repeat):
+        (before or cache.clear)()
         with CaptureQueriesContext(connection) as ctx:
             started = time.perf_counter()
             response = view(rf.get("/"))
@@ -140,7 +140,86 @@ def measure(repeat: int) -> tuple[float, int, int]:
             times.append(time.perf_counter() - started)
         assert response.status_code == 200, response.status_code
         queries, size = len(ctx.captured_queries), len(response.content)
-    return statistics.median(times), queries, size
+    return statistics.median(times), queries, size, len(gzip.compress(response.content))
+
+
+def change_one_product(products: list, now: datetime) -> Any:
+    """A `before` for `measure`: a new incident on one product (through the services, as
+    staff would), with the other products' fragments left in the cache."""
+    from incidents import services
+
+    count = iter(range(1_000_000))
+
+    def before() -> None:
+        n = next(count)
+        services.incident_open(
+            title=f"Bench change {n}",
+            impact="minor",
+            started_at=now - timedelta(minutes=30 + n),
+            windows=[
+                services.WindowSpec(
+                    product=products[n % 7],
+                    level="partial_outage",
+                    started_at=now - timedelta(minutes=30 + n),
+                )
+            ],
+        )
+
+    return before
+
+
+def recount_days() -> None:
+    """The services keep the per-day summary; a bulk load must recount it (not timed)."""
+    from django.core.management import call_command
+
+    call_command("rebuild_product_days", stdout=io.StringIO())
+
+
+def warm() -> None:
+    """One render to fill the fragment cache (the page itself is never cached here)."""
+    measure(1, before=lambda: None)
+
+
+def products_series(repeat: int, now: datetime, rows: list) -> None:
+    print("series 1: products grow, 1,000 incidents", flush=True)
+    for n_products in (10, 100, 1000):
+        reset_database()
+        products = add_products(n_products)
+        add_incidents(1000, products, now)
+        recount_days()
+        t, q, b, z = measure(repeat)
+        rows.append(("products", n_products, 1000, t, q, b))
+        print(
+            f"  {n_products:>6} products: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB"
+            f"  gzip {z / 1024:6.0f} KiB, {z / n_products:6.0f} B per product",
+            flush=True,
+        )
+    # The largest size: a change to one product, the others' fragments in the cache.
+    warm()
+    t_change, q_change, _b, _z = measure(repeat, before=change_one_product(products, now))
+    cold = rows[-1][3]
+    print(
+        f"  after one product changed at {len(products)} products: {t_change * 1000:8.1f} ms"
+        f"  {q_change:3d} queries, {t_change / cold:.2f} of the cold render",
+        flush=True,
+    )
+
+
+def history_series(repeat: int, now: datetime, rows: list) -> None:
+    print("series 2: history grows, 100 products", flush=True)
+    reset_database()
+    products = add_products(100)
+    have = 0
+    for n_incidents in (1000, 10_000, 100_000):
+        add_incidents(n_incidents - have, products, now, offset=have)
+        have = n_incidents
+        recount_days()
+        t, q, b, _z = measure(repeat)
+        rows.append(("history", 100, n_incidents, t, q, b))
+        print(
+            f"  {n_incidents:>6} incidents: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -148,9 +227,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument(
-        "--series", choices=("both", "products", "history"), default="both", help="run one series only"
-    )
+    parser.add_argument("--series", choices=("products", "history", "all"), default="all")
     parser.add_argument("--database-url", default=f"sqlite:///{ROOT / 'var' / 'bench' / 'render.sqlite3'}")
     args = parser.parse_args()
     (ROOT / "var" / "bench").mkdir(parents=True, exist_ok=True)
@@ -159,42 +236,20 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     now = datetime.now(tz=UTC)
-    rows = []
-
-    print("series 1: products grow, 1,000 incidents", flush=True)
-    for n_products in (10, 100, 1000) if args.series != "history" else ():
-        reset_database()
-        products = add_products(n_products)
-        add_incidents(1000, products, now)
-        recount_days()
-        t, q, b = measure(args.repeat)
-        rows.append(("products", n_products, 1000, t, q, b))
-        print(
-            f"  {n_products:>6} products: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB", flush=True
-        )
-
-    print("series 2: history grows, 100 products", flush=True)
-    reset_database()
-    products = add_products(100)
-    have = 0
-    for n_incidents in (1000, 10_000, 100_000) if args.series != "products" else ():
-        add_incidents(n_incidents - have, products, now, offset=have)
-        have = n_incidents
-        recount_days()
-        t, q, b = measure(args.repeat)
-        rows.append(("history", 100, n_incidents, t, q, b))
-        print(
-            f"  {n_incidents:>6} incidents: {t * 1000:8.1f} ms  {q:3d} queries  {b / 1024:7.0f} KiB",
-            flush=True,
-        )
+    rows: list = []
+    if args.series in ("products", "all"):
+        products_series(args.repeat, now, rows)
+    if args.series in ("history", "all"):
+        history_series(args.repeat, now, rows)
 
     print()
     print(
         f"{'series':10}{'products':>10}{'incidents':>11}{'ms':>10}{'queries':>9}{'time ratio':>12}{'data ratio':>12}"
     )
-    for series in {r[0]: None for r in rows}:
-        base = next(r for r in rows if r[0] == series)
+    for series in ("products", "history"):
+        base = next((r for r in rows if r[0] == series), None)
         for r in (r for r in rows if r[0] == series):
+            assert base is not None
             print(
                 f"{r[0]:10}{r[1]:>10}{r[2]:>11}{r[3] * 1000:>10.1f}{r[4]:>9}"
                 f"{r[3] / base[3]:>12.2f}{r[2] / base[2] if series == 'history' else r[1] / base[1]:>12.0f}"

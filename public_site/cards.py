@@ -145,7 +145,15 @@ def _page_context(page: StatusPage) -> tuple[object, ...]:
     )
 
 
-def row_key(row: ProductRow, context: tuple[object, ...]) -> tuple[object, ...]:
+def row_key(
+    row: ProductRow, context: tuple[object, ...], seen: dict[int, tuple[object, ...]] | None = None
+) -> tuple[object, ...]:
+    """What a product's fragments show. `seen` shares the impacted days of rows whose days
+    are the same object (status_page gives every quiet product the same)."""
+    seen = {} if seen is None else seen
+    for days in (row.days, row.grid):
+        if id(days) not in seen:
+            seen[id(days)] = _impacted(days)
     product = row.product
     return (
         product.pk,
@@ -156,8 +164,8 @@ def row_key(row: ProductRow, context: tuple[object, ...]) -> tuple[object, ...]:
         row.status,
         row.uptime.percent,
         row.uptime_narrow.percent,
-        _impacted(row.days),
-        _impacted(row.grid),
+        seen[id(row.days)],
+        seen[id(row.grid)],
         context,
     )
 
@@ -227,7 +235,8 @@ def _assemble(kind: str, page: StatusPage, keys: dict[int, str], build: _Builder
 def status_cards(page: StatusPage) -> Cards:
     """The product groups and grid rows of `/`, from cached fragments where they are current."""
     context = _page_context(page)
-    parts = {row.product.pk: row_key(row, context) for row in page.rows}
+    seen: dict[int, tuple[object, ...]] = {}
+    parts = {row.product.pk: row_key(row, context, seen) for row in page.rows}
     build = _Builder(page)
     products = _assemble("product", page, {pk: fragment_key("card", p) for pk, p in parts.items()}, build)
     grid = _assemble("grid", page, {pk: fragment_key("grid-row", p) for pk, p in parts.items()}, build)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -356,12 +356,16 @@ def status_page(*, now: datetime) -> StatusPage:
         products=[p.pk for p in products],
     )
     days = summary.days
-    by_product = {p.pk: summary.statuses(p.pk) for p in products}
     refs = {pk: IncidentRef(public_id=n.public_id, title=n.title) for pk, n in summary.names.items()}
 
     rows = []
+    quiet: ProductRow | None = None  # products without impact share the same days and figures
     for product in products:
-        statuses = by_product[product.pk]
+        hit = product.pk in summary.impacted or product.pk in summary.levels
+        if not hit and quiet is not None:
+            rows.append(replace(quiet, product=product))
+            continue
+        statuses = summary.statuses(product.pk)
         views = day_views(statuses, refs)
         rows.append(
             ProductRow(
@@ -375,6 +379,8 @@ def status_page(*, now: datetime) -> StatusPage:
                 ),
             )
         )
+        if not hit:
+            quiet = rows[-1]
 
     open_items = [
         open_incident(i)
