@@ -150,7 +150,7 @@
           detail: { sections: Object.keys(answer.sections) }
         }));
         // An older copy (the page was still being rebuilt) is shown, but the version is
-        // not taken as seen: the next tick asks again.
+        // not taken as seen: it is asked for again within a second.
         return !answer.stale;
       });
   }
@@ -160,6 +160,7 @@
       return;
     }
     busy = true;
+    var again = false;
     fetch(versionUrl, { headers: { Accept: "application/json" }, credentials: "omit", cache: "no-cache" })
       .then(function (response) {
         if (!response.ok) {
@@ -178,6 +179,8 @@
         return reloadSections(next).then(function (fresh) {
           if (fresh) {
             known = next;
+          } else {
+            again = true;
           }
         });
       })
@@ -186,6 +189,11 @@
       })
       .then(function () {
         busy = false;
+        if (again) {
+          // The page was still being rebuilt: it will be ready in a moment, sooner than
+          // the next tick.
+          window.setTimeout(tick, Math.min(1000, intervalMs));
+        }
       });
   }
 
