@@ -218,3 +218,24 @@ def test_renders_failing_on_one_outage_back_off_once(settings: Any) -> None:
 
     # One failure, not six: the backoff did not double (a probe's failure would).
     assert database._failures == 1
+
+
+def test_without_a_worker_a_change_is_prerendered_by_a_thread_of_the_process(
+    postgres: None, transactional_db: None, settings: Any
+) -> None:
+    from django.core.cache import cache
+
+    from tests.waiting import wait_for
+
+    make_product("Gmail")
+    settings.PUBLIC_PRERENDER_ON_CHANGE = True
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+    public_version._bump()  # after a commit, outside any transaction: the thread renders
+
+    version = public_version.public_state_version()
+    wait_for(lambda: cache.get(f"page:badge:{version}") is not None, timeout=30)
+    wait_for(lambda: prerender._runner is None, timeout=30)
+    assert prerender.prerender_all(version=version).counts == {
+        "cached": 6
+    }  # home and product page in 2 languages, 2 badges
