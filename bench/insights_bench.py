@@ -27,7 +27,10 @@ DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/h16_bench"
 
 def setup_django(database_url: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "statuspage.settings"
-    os.environ.update(DEBUG="0", STATIC_MANIFEST="0", DATABASE_URL=database_url)
+    # No prerender thread beside the timings (the page is rendered by the bench itself).
+    os.environ.update(
+        DEBUG="0", STATIC_MANIFEST="0", DATABASE_URL=database_url, PUBLIC_PRERENDER_ON_CHANGE="0"
+    )
     os.environ["SECRET_KEY"] = "bench-only"  # noqa: S105 - a throwaway process, never served
     os.environ.setdefault("ALLOWED_HOSTS", "testserver")
     # Bulk inserts of 100,000 rows take longer than the production statement timeout.
