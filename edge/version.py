@@ -93,7 +93,14 @@ def _bump() -> None:
 
 
 def public_state_changed() -> None:
-    """Call inside a service's transaction; the bump happens once it commits."""
+    """Call inside a service's transaction; the bump happens once it commits, once per
+    transaction however many writes in it call this (a bump already queued at this
+    savepoint level or an outer one survives whatever this one survives)."""
+    connection = transaction.get_connection()
+    current = set(connection.savepoint_ids)
+    for sids, func, *_ in connection.run_on_commit:
+        if func is _bump and set(sids) <= current:
+            return
     transaction.on_commit(_bump)
 
 
