@@ -15,8 +15,10 @@ if TYPE_CHECKING:
     from incidents.models import Incident, IncidentReport, IncidentUpdate
 
 # What the services announce. "opened", "updated" and "resolved" carry the timeline
-# update they posted; "report_published" carries the report.
-KINDS = ("opened", "updated", "resolved", "report_published")
+# update they posted; "report_published" carries the report; "impact_changed" carries
+# the products whose counted impact changed (windows added, moved, closed or deleted, a
+# draft published, an incident deleted).
+KINDS = ("opened", "updated", "resolved", "report_published", "impact_changed")
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class IncidentEvent:
     incident: Incident
     update: IncidentUpdate | None = None
     report: IncidentReport | None = None
+    products: frozenset[int] = frozenset()
 
 
 Handler = Callable[[IncidentEvent], object]
@@ -42,9 +45,10 @@ def announce(
     incident: Incident,
     update: IncidentUpdate | None = None,
     report: IncidentReport | None = None,
+    products: frozenset[int] = frozenset(),
 ) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown incident event kind {kind!r}")
-    event = IncidentEvent(kind=kind, incident=incident, update=update, report=report)
+    event = IncidentEvent(kind=kind, incident=incident, update=update, report=report, products=products)
     for handler in list(_handlers.values()):
         handler(event)

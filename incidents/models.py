@@ -149,6 +149,9 @@ class Product(models.Model):
         ProductGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="products"
     )
     is_public = models.BooleanField(default=True, help_text="Shown on the public page and public API.")
+    # Moves (in the write's transaction) whenever anything the product's public row shows
+    # changes: its fields or the counted impact on it. Caches key on it.
+    public_version = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -72,7 +72,8 @@ HEADLINES: dict[Event, Any] = {
     Event.MAINTENANCE_COMPLETED: _("Maintenance completed"),
 }
 
-KINDS = events.KINDS
+# What subscribers hear about; "impact_changed" is for caches and figures, not people.
+KINDS = tuple(k for k in events.KINDS if k != "impact_changed")
 
 
 def event_for(*, kind: str, incident: Incident, update: IncidentUpdate | None) -> Event:
@@ -414,6 +415,8 @@ def incident_event(
 
 
 def on_incident_event(event: events.IncidentEvent) -> None:
+    if event.kind not in KINDS:
+        return
     incident_event(kind=event.kind, incident=event.incident, update=event.update, report=event.report)
 
 

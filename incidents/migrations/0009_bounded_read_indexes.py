@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('incidents', '0006_update_revisions_and_notes'),
+        ('incidents', '0007_product_public_version'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

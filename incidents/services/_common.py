@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
+from django.db.models import F
 
 from core.text import CLOCK_SKEW, SCHEDULE_HORIZON, check_time, clean_text
 from edge import version as public_cache
+from incidents import events
 from incidents.history_counts import history_counts_refresh_incident
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Incident, Location, Product
@@ -86,3 +89,26 @@ def public_changed(
 def touch(incident: Incident) -> None:
     incident.save(update_fields=["updated_at"])
     public_changed(incident)
+
+
+def products_changed(product_ids: Iterable[int]) -> None:
+    """Move the public version of these products (their public row changed)."""
+    ids = set(product_ids)
+    if ids:
+        Product.objects.filter(pk__in=ids).update(public_version=F("public_version") + 1)
+
+
+def impact_changed(incident: Incident, *, products: Iterable[int] = (), was_public: bool = False) -> None:
+    """The one place every write that changes counted impact goes through: windows added,
+    moved, closed or deleted, a draft published, an incident deleted. `products` names
+    products that lost impact (a window moved away or deleted); the incident's current
+    windows are added. A draft's windows count for nothing, so a draft that was one
+    changes nothing public (docs/adr/0011-drafts-count-once-published.md)."""
+    if not (incident.is_public or was_public):
+        return
+    ids = set(products)
+    if incident.pk is not None:
+        ids.update(ImpactWindow.objects.filter(incident_id=incident.pk).values_list("product_id", flat=True))
+    products_changed(ids)
+    events.announce(kind="impact_changed", incident=incident, products=frozenset(ids))
+    public_cache.public_state_changed()

@@ -18,7 +18,8 @@ from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
 from incidents.history_counts import history_counts_rebuild
 from incidents.markdown import render_for_storage
-from incidents.models import Location, Product, ProductGroup
+from incidents.models import ImpactWindow, Location, Product, ProductGroup
+from incidents.services._common import products_changed
 
 M = TypeVar("M", bound=models.Model)
 
@@ -41,7 +42,13 @@ def _save(instance: M, *, changes: dict[str, Any], allowed: frozenset[str], sing
     if "position" in changes:
         check_range(instance.position, field="position", low=0, high=2**31 - 1)  # type: ignore[attr-defined]
     instance.full_clean()
-    instance.save()
+    if instance.pk is None:
+        instance.save()
+    else:
+        # Every field but the version, which moves only by an UPDATE (a stale copy must
+        # not write an older version back).
+        fields = [f.name for f in instance._meta.concrete_fields if not f.primary_key]
+        instance.save(update_fields=[name for name in fields if name != "public_version"])
     public_cache.public_state_changed()
     return instance
 
@@ -57,6 +64,7 @@ def product_edit(*, product: Product, changes: dict[str, Any], actor: User | Non
     roles.check(actor, "incident.edit")
     was_public = product.is_public
     product = _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
+    products_changed([product.pk])
     if product.is_public != was_public:
         # Every incident on it may appear or vanish, in any month.
         history_counts_rebuild()
@@ -81,12 +89,15 @@ def product_group_edit(
     *, group: ProductGroup, changes: dict[str, Any], actor: User | None = None
 ) -> ProductGroup:
     roles.check(actor, "incident.edit")
-    return _save(group, changes=changes, allowed=GROUP_FIELDS, single_line={"name": 100})
+    group = _save(group, changes=changes, allowed=GROUP_FIELDS, single_line={"name": 100})
+    products_changed(group.products.values_list("pk", flat=True))
+    return group
 
 
 @transaction.atomic
 def product_group_delete(*, group: ProductGroup, actor: User | None = None) -> None:
     roles.check(actor, "incident.edit")
+    products_changed(group.products.values_list("pk", flat=True))
     ProductGroup.objects.filter(pk=group.pk).delete()
     public_cache.public_state_changed()
 
@@ -110,11 +121,14 @@ def location_edit(*, location: Location, changes: dict[str, Any], actor: User | 
         if node.pk == location.pk:
             raise ValidationError({"parent": "A location cannot be inside itself."})
         node = node.parent
-    return _save(location, changes=changes, allowed=LOCATION_FIELDS, single_line=_LOCATION_LINES)
+    location = _save(location, changes=changes, allowed=LOCATION_FIELDS, single_line=_LOCATION_LINES)
+    products_changed(ImpactWindow.objects.filter(location=location).values_list("product_id", flat=True))
+    return location
 
 
 @transaction.atomic
 def location_delete(*, location: Location, actor: User | None = None) -> None:
     roles.check(actor, "incident.edit")
+    products_changed(ImpactWindow.objects.filter(location=location).values_list("product_id", flat=True))
     Location.objects.filter(pk=location.pk).delete()
     public_cache.public_state_changed()

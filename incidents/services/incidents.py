@@ -19,6 +19,7 @@ from incidents.models import ImpactWindow, Incident, IncidentUpdate
 from incidents.services._common import (
     WindowSpec,
     horizon_for,
+    impact_changed,
     markdown_field,
     public_changed,
     require_aware,
@@ -224,6 +225,8 @@ def incident_open(
         created_by=created_by,
     )
     _create_windows(incident, checked_windows)
+    if checked_windows:
+        impact_changed(incident)
     _timeline_entry(
         kind="opened",
         incident=incident,
@@ -326,9 +329,13 @@ def incident_resolve(
         raise ValidationError(
             {"resolved_at": f"The resolution cannot precede the start ({format_local(incident.started_at)})."}
         )
+    closed = 0
     for window in incident.windows.filter(ended_at__isnull=True):
         window.ended_at = max(resolved_at, window.started_at)
         window.save(update_fields=["ended_at"])
+        closed += 1
+    if closed:
+        impact_changed(incident)
 
     closing = Status.COMPLETED if incident.is_maintenance else Status.RESOLVED
     incident.status = closing
@@ -451,6 +458,8 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         incident.save(update_fields=[*changes, *extra, "updated_at"])
         moved_from = old_start if incident.started_at != old_start else None
         public_changed(incident, was_public=was_public, moved_from=moved_from)
+    if incident.started_at != old_start or incident.is_public != was_public:
+        impact_changed(incident, was_public=was_public)
     return incident
 
 
@@ -458,8 +467,11 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
 def incident_delete(*, incident: Incident, actor: User | None = None) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     roles.check(actor, "incident.edit")
+    hit = set(incident.windows.values_list("product_id", flat=True))
+    was_public = Incident.objects.filter(pk=incident.pk, is_public=True).exists()
     Incident.objects.filter(pk=incident.pk).delete()
-    public_changed(incident)
+    public_changed(incident, was_public=was_public)
+    impact_changed(incident, products=hit, was_public=was_public)
 
 
 # --- The console's update: words and levels together ----------------------------------------

@@ -10,6 +10,7 @@ from edge import version as public_cache
 from incidents import events
 from incidents.history_counts import history_counts_refresh_incident
 from incidents.models import Incident
+from incidents.services._common import impact_changed
 
 
 @transaction.atomic
@@ -27,6 +28,7 @@ def incident_publish(*, incident: Incident, actor: User | None = None) -> Incide
         return incident
     incident.is_public = True
     incident.save(update_fields=["is_public", "updated_at"])
+    impact_changed(incident)
     if not incident.is_closed:
         first = incident.updates.order_by("display_at", "id").first()
         if first is not None:

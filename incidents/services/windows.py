@@ -18,6 +18,7 @@ from incidents.models import ImpactWindow, Incident, Location, Product
 from incidents.selectors import LEVEL_IMPACT
 from incidents.services._common import (
     horizon_for,
+    impact_changed,
     markdown_field,
     public_changed,
     require_aware,
@@ -54,6 +55,7 @@ def impact_window_add(
         description_html=description_html,
     )
     touch(incident)
+    impact_changed(incident)
     return window
 
 
@@ -72,6 +74,7 @@ def impact_window_close(
     window.ended_at = ended_at
     window.save(update_fields=["ended_at"])
     touch(window.incident)
+    impact_changed(window.incident)
     return window
 
 
@@ -98,6 +101,7 @@ def impact_window_edit(
         incident_kind=window.incident.kind,
     )
     description, window.description_html = markdown_field(description, field="description")
+    moved_from = window.product_id
     window.product = product
     window.location = location
     window.level = level
@@ -116,6 +120,7 @@ def impact_window_edit(
         ]
     )
     touch(window.incident)
+    impact_changed(window.incident, products={moved_from})
     return window
 
 
@@ -125,6 +130,7 @@ def impact_window_delete(*, window: ImpactWindow, actor: User | None = None) -> 
     incident = window.incident
     ImpactWindow.objects.filter(pk=window.pk).delete()
     touch(incident)
+    impact_changed(incident, products={window.product_id})
 
 
 # --- Levels set by a timeline update ------------------------------------------------------
@@ -240,4 +246,5 @@ def impact_levels_set(
         changed += 1
     if changed:
         touch(incident)
+        impact_changed(incident)
     return changed

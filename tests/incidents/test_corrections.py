@@ -24,9 +24,15 @@ NOW = T0 + timedelta(hours=2)
 
 @pytest.fixture
 def heard(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
-    """Every incident event announced to the rooms above (subscribers among them)."""
+    """Every incident event announced that subscribers hear about ("impact_changed" is
+    for caches and figures)."""
     kinds: list[str] = []
-    monkeypatch.setitem(events._handlers, "test-spy", lambda event: kinds.append(event.kind))
+
+    def spy(event: events.IncidentEvent) -> None:
+        if event.kind != "impact_changed":
+            kinds.append(event.kind)
+
+    monkeypatch.setitem(events._handlers, "test-spy", spy)
     return kinds
 
 
