@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, ResolverMatch, resolve
 from django.utils import translation
 
 from edge.http import is_not_modified, strong_etag
@@ -99,9 +99,12 @@ def _cut(etag: str, body: bytes) -> tuple[dict[str, tuple[str, str]], str]:
     return cut
 
 
-def _page_request(request: HttpRequest, path: str, query: str) -> HttpRequest:
-    """The anonymous, unconditional, uncompressed GET of `path` the page cache answers."""
+def _page_request(request: HttpRequest, path: str, query: str, match: ResolverMatch) -> HttpRequest:
+    """The anonymous, unconditional, uncompressed GET of `path` the page cache answers: a
+    render it causes is cached for everyone, so it must be the page's own (its URL name
+    marks the current navigation link)."""
     page = copy.copy(request)
+    page.resolver_match = match
     page.path = page.path_info = path
     page.GET = QueryDict(query)
     page.COOKIES = {}
@@ -127,7 +130,7 @@ def _render_page(request: HttpRequest, target: str) -> HttpResponse:
         view = LIVE_VIEWS.get(match.view_name)
         if view is None:
             raise Http404("This page has no live sections.")
-        return view(_page_request(request, parts.path, parts.query), *match.args, **match.kwargs)
+        return view(_page_request(request, parts.path, parts.query, match), *match.args, **match.kwargs)
 
 
 @shed_exempt

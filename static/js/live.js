@@ -146,6 +146,13 @@
           throw new Error("unexpected answer");
         }
         swap(answer.sections, answer.title);
+        if (!answer.stale) {
+          // The page was served from a snapshot (the database was away): every section is
+          // current now, so its notice no longer holds.
+          Array.prototype.forEach.call(document.querySelectorAll(".snapshot-notice"), function (notice) {
+            notice.parentNode.removeChild(notice);
+          });
+        }
         document.dispatchEvent(new CustomEvent("statuspage:live-checked", {
           detail: { sections: Object.keys(answer.sections) }
         }));

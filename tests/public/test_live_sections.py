@@ -88,9 +88,10 @@ def test_a_change_sends_only_the_sections_it_touched(client: Client, gmail) -> N
     assert "Gmail cannot send mail" in answer["sections"]["incidents"]
     assert answer["sections"]["incidents"].startswith('<div data-live="incidents" data-live-digest="')
     assert answer["title"] and answer["stale"] is False
-    # What it sent is what the page now holds.
+    # What it sent is what the page now holds, rendered (and cached) as the page itself.
     fresh = client.get("/").content.decode()
     assert answer["sections"]["banner"] in fresh
+    assert '<a href="/" aria-current="page">' in fresh
 
 
 def test_product_incident_and_french_pages_have_sections(client: Client, gmail) -> None:  # type: ignore[no-untyped-def]
