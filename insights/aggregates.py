@@ -236,7 +236,7 @@ def incident_figures(
     within each period too (a second sort of every value), for the response CSV."""
     lows = [p.start for p in periods]
     scoped = products is not None
-    params = {
+    params: dict[str, Any] = {
         "lows": lows,
         "products": list(products or ()),
         "start": periods[0].start,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from datetime import date, timedelta
+from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -25,7 +26,7 @@ MINUTE = timedelta(minutes=1)
 LEVELS = [Level.MAJOR_OUTAGE, Level.PARTIAL_OUTAGE, Level.DEGRADED_PERFORMANCE, Level.UNDER_MAINTENANCE]
 
 
-def stored() -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
+def stored() -> tuple[set[Any], set[Any]]:
     rows = {
         tuple(getattr(f, field.attname) for field in IncidentFacts._meta.concrete_fields)
         for f in IncidentFacts.objects.all()
@@ -34,7 +35,7 @@ def stored() -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
     return rows, stretches
 
 
-def fresh() -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
+def fresh() -> tuple[set[Any], set[Any]]:
     """What the facts should be, computed from scratch (not through the stored rows)."""
     spans: dict[int, list[uptime.Span]] = {}
     for w in ImpactWindow.objects.all():
@@ -187,7 +188,7 @@ def random_history(rng: random.Random, products: list[Product]) -> None:
             )
             for _ in range(rng.randint(0, 3))
         ]
-        extra = (
+        extra: dict[str, Any] = (
             {
                 "kind": Incident.Kind.MAINTENANCE,
                 "scheduled_for": start,
@@ -229,7 +230,12 @@ def test_the_page_from_facts_is_the_python_definition_over_random_histories(seed
             scope = selectors.scope_choices().resolve(key)
             assert scope is not None
             for granularity in metrics.GRANULARITIES:
-                args = {"scope": scope, "granularity": granularity, "last": date(2026, 11, 20), "now": NOW}
+                args: dict[str, Any] = {
+                    "scope": scope,
+                    "granularity": granularity,
+                    "last": date(2026, 11, 20),
+                    "now": NOW,
+                }
                 fast = selectors.insights_page_sql(**args)
                 slow = selectors.insights_page_python(**args)
                 for name in ("summaries", "response", "incident_count", "behind", "total"):
