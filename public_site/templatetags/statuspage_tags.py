@@ -4,6 +4,7 @@ only filters that emit user-derived HTML, both through incidents.markdown."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.template.defaultfilters import date as date_filter
 from django.urls import get_script_prefix, reverse
 from django.utils import dateformat, translation
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext
 
@@ -155,3 +156,28 @@ def incident_url_filter(public_id: str) -> str:
     """`{{ incident.public_id|incident_url }}`: the incident page's URL, like `{% url %}`
     but reversed once per process instead of once per bar on the 90-day bars."""
     return _incident_url_pattern(get_script_prefix()).format(public_id)
+
+
+@register.simple_tag(name="bar_strip")
+def bar_strip_tag(segments: Sequence[BarSegment]) -> SafeString:
+    """`{% bar_strip runs.recent %}`: the uptime bars of `_bars.html`, built here rather
+    than by a template include per bar (tens of microseconds each: a page whose history
+    is busy has thousands of impacted days). Quiet runs are one decorative element;
+    an impacted day links to its worst incident."""
+    return mark_safe("".join(map(_bar_html, segments)))  # noqa: S308 - every value escaped below
+
+
+def _bar_html(segment: BarSegment) -> str:
+    day = segment.day
+    if not day:
+        runs = f" q{segment.count}" if segment.count > 1 else ""
+        title = escape(quiet_bar_title_filter(segment))
+        return f'<span class="bar bar--operational{runs}" title="{title}" aria-hidden="true"></span>'
+    worst = day.worst_incident
+    public_id, title = (worst.public_id, worst.title) if worst else ("", "")
+    spoken = escape(labelled_filter(day_label_filter(segment.first), day.label))
+    return (
+        f'<a class="bar bar--{escape(day.level)}" href="{escape(incident_url_filter(public_id))}" '
+        f'title="{escape(bar_title_filter(day))}" data-date="{escape(day_label_filter(segment.first, "iso"))}">'
+        f'<span class="sr-only">{spoken} – {escape(title)}</span></a>'  # noqa: RUF001 - an en dash
+    )
