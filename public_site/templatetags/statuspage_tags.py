@@ -181,3 +181,20 @@ def _bar_html(segment: BarSegment) -> str:
         f'title="{escape(bar_title_filter(day))}" data-date="{escape(day_label_filter(segment.first, "iso"))}">'
         f'<span class="sr-only">{spoken} – {escape(title)}</span></a>'  # noqa: RUF001 - an en dash
     )
+
+
+@register.simple_tag(name="grid_icon")
+def grid_icon_tag(level: str) -> SafeString:
+    """`{% grid_icon level %}`: `public/_icon.html` for the days grid, where a busy
+    history puts thousands of marks on the page (one include each cost tens of
+    microseconds). The same bytes, its trailing newline included."""
+    return _icon(str(level))
+
+
+@lru_cache(maxsize=16)
+def _icon(level: str) -> SafeString:
+    level = escape(level)
+    return mark_safe(  # noqa: S308 - the level is escaped
+        f'<svg class="icon icon--{level}" aria-hidden="true" focusable="false" width="20" height="20">'
+        f'<use href="#icon-{level}"></use></svg>\n'
+    )
