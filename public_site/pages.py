@@ -346,7 +346,6 @@ def status_page(*, now: datetime) -> StatusPage:
     grid_count = max(1, settings.STATUS_GRID_DAYS)
     day_count = max(UPTIME_BAR_DAYS, grid_count)
     last = today_local(now)
-
     products = list(products_public())
     summary = daily.product_days(
         first=last - timedelta(days=day_count - 1),

@@ -171,8 +171,8 @@ def _bar_html(segment: BarSegment) -> str:
     day = segment.day
     if not day:
         runs = f" q{segment.count}" if segment.count > 1 else ""
-        title = escape(quiet_bar_title_filter(segment))
-        return f'<span class="bar bar--operational{runs}" title="{title}" aria-hidden="true"></span>'
+        quiet = escape(quiet_bar_title_filter(segment))
+        return f'<span class="bar bar--operational{runs}" title="{quiet}" aria-hidden="true"></span>'
     worst = day.worst_incident
     public_id, title = (worst.public_id, worst.title) if worst else ("", "")
     spoken = escape(labelled_filter(day_label_filter(segment.first), day.label))
