@@ -104,10 +104,7 @@ def window_span(window: ImpactWindow) -> uptime.Span:
     )
 
 
-@dataclass(frozen=True)
-class IncidentRef:
-    public_id: str
-    title: str
+IncidentRef = daily.IncidentName  # what a day names of an incident: its public id and title
 
 
 @dataclass(frozen=True)
@@ -355,7 +352,7 @@ def status_page(*, now: datetime) -> StatusPage:
         products=[p.pk for p in products],
     )
     days = summary.days
-    refs = {pk: IncidentRef(public_id=n.public_id, title=n.title) for pk, n in summary.names.items()}
+    refs = summary.names
 
     rows = []
     quiet: ProductRow | None = None  # products without impact share the same days and figures
