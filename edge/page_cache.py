@@ -222,6 +222,11 @@ def _fallback(
     request: HttpRequest, variant: Variant, *, retry_after: int, previous: CachedPage | None = None
 ) -> HttpResponse:
     """The older copy marked stale, else 503 + Retry-After. Never touches the database."""
+    fresh = _memo_get(variant.key)
+    if fresh is not None:
+        # The rebuild this request would not wait for has just stored its page (the
+        # moment between storing it and settling its waiters): that page, not stale.
+        return page_response(request, fresh)
     previous = previous or _previous(variant.key_name, variant.base_name)
     if previous is not None:
         return page_response(request, previous, stale=True)
