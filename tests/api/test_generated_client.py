@@ -2,8 +2,8 @@
 whole flow against a live server, and the flow type-checks against that client.
 
 Steps: fetch /api/schema/ from the live server; generate `status_client` with
-openapi-python-client (pinned in requirements-dev.txt); mypy --strict the flow script
-(tests/api/client_flow.py) against it; run the flow (anonymous reads, then create with
+openapi-python-client (pinned in requirements-dev.txt); mypy --strict every flow script
+(tests/api/flows/*.py) against it at once; run the incident flow (anonymous reads, then create with
 an Idempotency-Key, edit with If-Match, post an update, change a window's level, end it,
 resolve, compute and list credit notices as staff) and check the database.
 """
@@ -57,28 +57,31 @@ def generated_client(tmp_path: Path, live_server: Any) -> Iterator[Path]:
     finally:
         sys.path.remove(str(tmp_path))
         for name in [
-            m for m in sys.modules if m == "status_client" or m.startswith(("status_client.", "client_flow"))
+            m for m in sys.modules if m == "status_client" or m.startswith(("status_client.", "flows"))
         ]:
             del sys.modules[name]
 
 
-def test_the_generated_client_runs_the_whole_flow(
-    generated_client: Path, live_server: Any, world: World, alice: User
-) -> None:
-    # The flow type-checks against the generated client (the generator's own code is
-    # not ours to check: --follow-imports=silent).
-    flow = generated_client / "client_flow.py"
-    shutil.copy(HERE / "client_flow.py", flow)
+def _type_check_flows(generated_client: Path) -> None:
+    """Every flow type-checks against the generated client (the generator's own code is
+    not ours to check: --follow-imports=silent)."""
+    shutil.copytree(HERE / "flows", generated_client / "flows", ignore=shutil.ignore_patterns("__pycache__"))
     checked = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
-         "--cache-dir", str(generated_client / ".mypy"), str(flow)],
+         "--cache-dir", str(generated_client / ".mypy"), "-p", "flows"],
         cwd=generated_client, env={"MYPYPATH": str(generated_client), "PATH": "/usr/bin:/bin"},
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
+
+def test_the_generated_client_runs_the_whole_flow(
+    generated_client: Path, live_server: Any, world: World, alice: User
+) -> None:
+    _type_check_flows(generated_client)
+
     key = api_services.api_key_create(user=alice, name="flow", scope="write").raw
-    module = importlib.import_module("client_flow")
+    module = importlib.import_module("flows.incident")
     result = module.run(live_server.url, key, world.gmail.slug)
 
     assert result.public_incidents < result.staff_incidents
