@@ -8,6 +8,8 @@ PORT ?= 8000
 # (in the environment or on the command line: `make run SITE_URL=https://status.example.com`).
 SITE_URL ?= http://$(HOST):$(PORT)
 RUN_ENV := DEBUG=1 SITE_URL='$(SITE_URL)'
+# Two test processes, each file on one of them (`make test PYTEST_PARALLEL=` runs one).
+PYTEST_PARALLEL ?= -n 2 --dist loadfile
 
 .PHONY: run test lint typecheck layers sizes check bench clean
 
@@ -43,7 +45,7 @@ run: $(VENV)/.installed-dev
 	  $(RUN_ENV) $(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check .
