@@ -87,7 +87,7 @@ def sort_key(queryset: QuerySet[Any]) -> list[Key]:
             nulls_last = (
                 bool(item.nulls_last) if (item.nulls_last or item.nulls_first) else not item.descending
             )
-            keys.append(Key(item.expression.name, item.descending, nulls_last))
+            keys.append(Key(item.expression.name, item.descending, nulls_last))  # type: ignore[attr-defined]
         else:
             raise TypeError(f"cursor pagination cannot sort on {item!r}")
     keys = [Key("pk" if key.path == "id" else key.path, key.descending, key.nulls_last) for key in keys]
@@ -167,7 +167,7 @@ class CursorPagination(BasePagination):
             )
         return size
 
-    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
         size = self.get_page_size(request)
         keys = sort_key(queryset)
         self.request, self.keys, self.count = request, keys, queryset.count()

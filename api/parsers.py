@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -83,9 +84,10 @@ class ProblemAwareNegotiation(DefaultContentNegotiation):
     nothing we render) gets JSON: errors are problem documents, and the rest is JSON."""
 
     def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
         try:
+            renderers = list(renderers)
             return super().select_renderer(request, renderers, format_suffix)  # type: ignore[no-any-return]
         except NotAcceptable:
             accept = request.META.get("HTTP_ACCEPT", "")

@@ -4,7 +4,8 @@ drf-spectacular documents bodies; the headers we send are what generated clients
 guess, so each operation declares the ones it sends (as `$ref`s to `components/headers`):
 
 - every response: `X-Request-ID`; every v1 response: `RateLimit` and `RateLimit-Policy`;
-- 429 and 503: `Retry-After`; 201: `Location`;
+- 429 and 503: `Retry-After`; 201: `Location`; error bodies: `Deprecation` and `Sunset`
+  (their `error` object is deprecated);
 - a successful GET (200) and PATCH/PUT: `ETag`; a successful POST: `Idempotent-Replayed`;
 - a list (paginated) 200: `Link` (rel="next" / rel="prev").
 
@@ -48,6 +49,14 @@ HEADERS: dict[str, dict[str, Any]] = {
         "description": "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.",
         "schema": {"type": "string", "enum": ["true"]},
     },
+    "Deprecation": {
+        "description": "RFC 9745: this error body's `error` object is deprecated since this time (see Sunset).",
+        "schema": _STRING,
+    },
+    "Sunset": {
+        "description": "RFC 8594: after this date the deprecated `error` object may be gone from error bodies.",
+        "schema": _STRING,
+    },
     "Link": {
         "description": 'RFC 8288 links to the next and previous pages (`rel="next"`, `rel="prev"`), as in the body.',
         "schema": _STRING,
@@ -63,6 +72,8 @@ def _headers_for(path: str, method: str, code: str, response: dict[str, Any]) ->
     names = ["X-Request-ID"]
     if path.startswith("/api/v1/"):
         names += ["RateLimit", "RateLimit-Policy"]
+    if code[0] in "45" and response.get("content"):
+        names += ["Deprecation", "Sunset"]
     if code in ("429", "503"):
         names.append("Retry-After")
     if code == "201":
@@ -98,6 +109,9 @@ def declare_headers(result: dict[str, Any]) -> None:
                 content = response.get("content", {})
                 if str(code)[0] in "45" and "application/json" in content:
                     response["content"] = {PROBLEM_CONTENT_TYPE: content.pop("application/json"), **content}
+    problem = result.get("components", {}).get("schemas", {}).get("Error", {})
+    if "error" in problem.get("properties", {}):
+        problem["properties"]["error"]["deprecated"] = True
     components = result.setdefault("components", {}).setdefault("headers", {})
     for name in sorted(used):
         components[name] = HEADERS[name]

@@ -83,7 +83,8 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="One human sentence about this occurrence.")
     instance = serializers.CharField(help_text="The path of the request that failed.")
     code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`, `not_found`.")
-    errors = _FIELD_MESSAGES
+    # Declared fields are popped into _declared_fields: this does not shadow .errors.
+    errors = _FIELD_MESSAGES  # type: ignore[assignment]
     request_id = serializers.CharField(help_text="As in the `X-Request-ID` header; quote it when reporting.")
     error = ErrorDetailSerializer(help_text="Deprecated: the pre-RFC 9457 shape, kept for existing clients.")
 

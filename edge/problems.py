@@ -34,6 +34,13 @@ REQUEST_ID_HEADER = "X-Request-ID"
 # forged with, and short. Anything else is replaced, never echoed.
 _SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/+=-]{0,127}$")
 
+# The deprecated `error` object in every problem body (docs/api.md, "Versioning and
+# deprecation"): deprecated on 2026-12-04 (RFC 9745), gone after 2027-06-30 (RFC 8594).
+LEGACY_ERROR_HEADERS = {
+    "Deprecation": "@1796342400",
+    "Sunset": "Wed, 30 Jun 2027 23:59:59 GMT",
+}
+
 _current_request_id: ContextVar[str] = ContextVar("request_id", default="-")
 
 
@@ -106,6 +113,9 @@ class RequestIdMiddleware:
         finally:
             _current_request_id.reset(token)
         response[REQUEST_ID_HEADER] = request_id
+        if response.get("Content-Type", "").startswith(PROBLEM_CONTENT_TYPE):
+            for name, value in LEGACY_ERROR_HEADERS.items():
+                response.headers.setdefault(name, value)
         return response
 
 
@@ -114,5 +124,8 @@ class RequestIdLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id"):
-            record.request_id = current_request_id()
+            # django.request logs a 4xx/5xx after the middleware has returned, with the
+            # request in `extra`: its id, not the context's.
+            request = getattr(record, "request", None)
+            record.request_id = getattr(request, "request_id", None) or current_request_id()
         return True

@@ -139,10 +139,7 @@ def test_it_answers_400_with_a_message_and_keeps_the_malformed_payload(
 ) -> None:
     response = post(client, am, b'{"version": "4", "groupKey": "g", "alerts": [{"status": "firing"}]}')
     assert response.status_code == 400
-    assert (
-        response.json()["detail"]
-        == "alerts[0].startsAt: expected an RFC 3339 time string, got NoneType."
-    )
+    assert response.json()["detail"] == "alerts[0].startsAt: expected an RFC 3339 time string, got NoneType."
     kept = ReceivedPayload.objects.get()
     assert (kept.status_code, kept.outcome) == (400, response.json()["detail"])
     assert Incident.objects.count() == Alert.objects.count() == 0

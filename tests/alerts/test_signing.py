@@ -47,9 +47,7 @@ def test_a_captured_delivery_replayed_125_times_is_refused_each_time(
         assert "already received" in again.json()["detail"]
     # A replay under a new delivery id fails the signature, which covers the id.
     forged = {**captured, "HTTP_X_STATUS_DELIVERY": "another-id"}
-    assert (
-        _send(client, generic, forged).json()["detail"] == "Unknown integration or bad credentials."
-    )
+    assert _send(client, generic, forged).json()["detail"] == "Unknown integration or bad credentials."
     assert ReceivedPayload.objects.count() == 1
     assert IntakeDelivery.objects.count() == 1
 

@@ -336,7 +336,7 @@ def test_it_refuses_a_period_at_the_end_of_the_calendar_in_the_api(staff_api: Cl
 def test_it_refuses_a_deeply_nested_json_body(staff_api: Client, world: World) -> None:
     response = _json(staff_api, "post", "/api/v1/incidents/", "[" * 100_000 + "]" * 100_000)
     assert response.status_code == 400
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "parse_error"
 
 
@@ -344,7 +344,7 @@ def test_it_refuses_a_deeply_nested_json_body(staff_api: Client, world: World) -
 def test_it_answers_json_for_unknown_api_urls(url: str) -> None:
     response = Client().get(url)
     assert response.status_code == 404
-    assert response["Content-Type"] == "application/json"
+    assert response["Content-Type"] == "application/problem+json"
     assert response.json()["code"] == "not_found"
 
 

@@ -62,7 +62,7 @@ def test_it_answers_401_naming_the_scheme_never_silent_anonymity(world: World, h
     error = assert_error(response, 401, "authentication_failed")
     assert response["WWW-Authenticate"].startswith("Bearer")
     if header.startswith(("Basic", "Digest")):
-        assert "Bearer" in error["message"] and "Token" in error["message"]
+        assert "Bearer" in error["detail"] and "Token" in error["detail"]
 
 
 def test_it_refuses_revoked_keys_and_writes_with_a_read_key(alice: User, world: World) -> None:
@@ -72,7 +72,7 @@ def test_it_refuses_revoked_keys_and_writes_with_a_read_key(alice: User, world: 
     new = api_services.api_key_create(user=alice, name="gone", scope="write")
     api_services.api_key_revoke(key=new.key)
     error = assert_error(bearer(new.raw).get("/api/v1/incidents/"), 401, "authentication_failed")
-    assert "revoked" in error["message"]
+    assert "revoked" in error["detail"]
 
 
 def test_only_staff_hold_keys_and_only_a_hash_is_stored(alice: User, bob: User) -> None:

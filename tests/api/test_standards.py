@@ -33,7 +33,7 @@ def crash(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [path("api/v1/t/crash/", crash), *app_urlpatterns]
 
-INCIDENT = {
+INCIDENT: dict[str, Any] = {
     "title": "Gmail delivery delays",
     "impact": "major",
     "body": "We are investigating.",
@@ -49,6 +49,9 @@ def test_an_unknown_api_path_is_a_problem_document(anon: Client, world: World) -
     body = assert_error(anon.get("/api/v1/no-such-thing/"), 404, "not_found")
     assert body["type"] == "about:blank" and body["title"] == "Not Found"
     assert body["instance"] == "/api/v1/no-such-thing/"
+    # The deprecated `error` object is announced on every problem response.
+    response = anon.get("/api/v1/no-such-thing/")
+    assert response["Deprecation"].startswith("@") and response["Sunset"].endswith("GMT")
 
 
 def test_a_wrong_method_is_a_problem_document(staff_api: Client, world: World) -> None:
@@ -89,7 +92,7 @@ def test_a_crash_is_a_problem_document_even_with_debug(
     assert records
     for record in records:
         RequestIdLogFilter().filter(record)
-        assert record.request_id == "trace-abc.123"
+        assert record.__dict__["request_id"] == "trace-abc.123"
 
 
 def test_a_crash_inside_a_drf_view_with_debug_is_json(staff_api: Client, world: World, settings: Any) -> None:
@@ -141,7 +144,7 @@ def test_a_body_over_the_limit_is_413(staff_api: Client, world: World, settings:
         ({"notify": 0}, "notify"),
         ({"started_at": "2026-11-29T10:00:00"}, "started_at"),
         ({"started_at": 1764410400}, "started_at"),
-        ({"windows": [{**INCIDENT["windows"][0], "started_at": "2026-11-29T10:00"}]}, "windows.0.started_at"),  # type: ignore[index]
+        ({"windows": [{**INCIDENT["windows"][0], "started_at": "2026-11-29T10:00"}]}, "windows.0.started_at"),
     ],
 )
 def test_wrong_json_types_are_400_naming_the_field(

@@ -356,10 +356,10 @@ def test_it_posts_updates_resolves_and_publishes_through_the_services(
 
     # Resolving twice is a service error: 400 with the message, nothing changes.
     again = assert_error(post(staff_api, f"{base}/resolve/", {}), 400, "invalid")
-    assert again["message"] == "This incident is already resolved."
+    assert again["detail"] == "This incident is already resolved."
 
     early = assert_error(post(staff_api, f"{base}/report/publish/", {}), 400, "invalid")
-    assert "report" in early["message"].lower()
+    assert "report" in early["detail"].lower()
     saved = post(staff_api, f"{base}/report/", {"summary": "Disk pool exhausted.", "kind": "mini"}, "put")
     assert saved.json()["report"]["status"] == "draft"
     assert anon.get(f"{base}/").json()["report"] is None
