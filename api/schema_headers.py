@@ -38,8 +38,8 @@ HEADERS: dict[str, dict[str, Any]] = {
     },
     "Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}},
     "Location": {
-        "description": "The URL of the created resource.",
-        "schema": {"type": "string", "format": "uri"},
+        "description": "The created resource (a URI reference: our 201s send its path).",
+        "schema": {"type": "string", "format": "uri-reference"},
     },
     "ETag": {
         "description": "A strong validator of this representation: send it back as `If-Match` on writes.",
