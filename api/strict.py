@@ -43,7 +43,9 @@ def wrong_type(field: serializers.Field, value: Any) -> Any:
     if isinstance(field, serializers.CharField):
         return None if isinstance(value, str) else STRING
     if isinstance(field, serializers.IntegerField):
-        return None if isinstance(value, int) and not isinstance(value, bool) else INTEGER
+        # JSON Schema's integer includes 204.0; DRF makes it 204.
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        return None if whole and not isinstance(value, bool) else INTEGER
     if isinstance(field, serializers.FloatField):
         return None if isinstance(value, int | float) and not isinstance(value, bool) else NUMBER
     if isinstance(field, serializers.DateTimeField):
