@@ -91,6 +91,7 @@ TIME_ORDER = [
     "scheduled_for",
     "started_at",
     "detected_at",
+    "first_update_at",
     "display_at",
     "ended_at",
     "resolved_at",
