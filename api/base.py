@@ -1,5 +1,5 @@
-"""What every v1 view shares: authentication, throttles (with `RateLimit-*` headers),
-JSON only, the one error body, pagination, the public caching contract, strict query
+"""What every v1 view shares: authentication, throttles (with `RateLimit` headers),
+JSON only, the one error body (problem details), cursor pagination, the public caching contract, strict query
 strings, `Idempotency-Key` on POST, `If-Match` on PATCH/PUT/DELETE, and the documented
 error responses.
 
@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 from api import idempotency
 from api import serializers as s
 from api.authentication import API_AUTHENTICATION, SCHEME_HINT
-from api.filters import PAGINATION_PARAMS, Pagination
+from api.pagination import PAGINATION_PARAMS, CursorPagination, link_header
 from api.parsers import DepthLimitedJSONParser
 from api.throttling import DEFAULT_THROTTLES, rate_limit_headers
 from edge.http import finalize_public_response, memoize_public, strong_etag
@@ -38,16 +38,18 @@ from edge.http import finalize_public_response, memoize_public, strong_etag
 
 
 def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation, all with the one error body."""
+    """The error responses of an operation, all with the one error body (RFC 9457 problem
+    details; api.schema_headers makes them `application/problem+json`)."""
     descriptions = {
-        400: "Invalid input: a bad or unknown query parameter or body field (named in `fields`).",
+        400: "Invalid input: a bad or unknown query parameter or body field (named in `errors`).",
         401: f"No valid credentials: {SCHEME_HINT}. The `WWW-Authenticate` header names the scheme.",
         403: "The key's user is not staff, or a read-scoped key tried to write.",
         404: "Not found, or not visible to this caller.",
         409: "A request with the same `Idempotency-Key` is still being processed.",
         412: "`If-Match` does not match the resource's current `ETag`: fetch it again.",
         422: "This `Idempotency-Key` was already used for a different request.",
-        429: "Too many requests; see `Retry-After` and the `RateLimit-*` headers.",
+        413: "The request body is over the size limit.",
+        429: "Too many requests; see `Retry-After` and the `RateLimit` headers.",
         503: "Temporarily unavailable; see Retry-After.",
     }
     return {code: OpenApiResponse(s.ErrorSerializer, description=descriptions[code]) for code in codes}
@@ -62,9 +64,9 @@ def acting_user(request: Request) -> User:
 
 # Reads are public, but a bad key is a 401, not anonymity.
 READ_ERRORS = (401, 429, 503)
-WRITE_ERRORS = (400, 401, 403, 409, 422, 429, 503)
-DETAIL_WRITE_ERRORS = (400, 401, 403, 404, 409, 422, 429, 503)
-EDIT_ERRORS = (400, 401, 403, 404, 412, 429, 503)
+WRITE_ERRORS = (400, 401, 403, 409, 413, 422, 429, 503)
+DETAIL_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 422, 429, 503)
+EDIT_ERRORS = (400, 401, 403, 404, 412, 413, 429, 503)
 STAFF_READ_ERRORS = (401, 403, 429, 503)
 
 
@@ -75,7 +77,7 @@ class APIMixin(APIView):
     throttle_classes = DEFAULT_THROTTLES
     renderer_classes = [JSONRenderer]
     parser_classes = [DepthLimitedJSONParser]
-    pagination_class: type[BasePagination] | None = Pagination
+    pagination_class: type[BasePagination] | None = CursorPagination
 
     # Query parameters each action takes besides pagination: {action: filter serializer}.
     # Anything else in the query string is a 400 naming it, never silently ignored.
@@ -122,6 +124,9 @@ class APIMixin(APIView):
         response = super().finalize_response(request, response, *args, **kwargs)
         for name, value in rate_limit_headers(request).items():
             response[name] = value
+        link = link_header(getattr(response, "data", None))
+        if link:
+            response["Link"] = link
         if request.method in ("PATCH", "PUT") and response.status_code == 200 and hasattr(response, "render"):
             # The new version's validator, for the next conditional write.
             response.render()

@@ -10,81 +10,12 @@ from typing import Any
 
 from django.db.models import Exists, F, OrderBy, OuterRef, Q, QuerySet
 from rest_framework import serializers
-from rest_framework.pagination import PageNumberPagination
 
 from incidents.models import INCIDENT_STATUSES, MAINTENANCE_STATUSES, ActionItem, ImpactWindow, Incident
 
 INCIDENT_ORDERINGS = ["started_at", "-started_at", "updated_at", "-updated_at", "resolved_at", "-resolved_at"]
 MAINTENANCE_ORDERINGS = [*INCIDENT_ORDERINGS, "scheduled_for", "-scheduled_for"]
 ACTION_ITEM_ORDERINGS = ["due_date", "-due_date", "priority", "-priority", "created_at", "-created_at"]
-
-
-MAX_PAGE_SIZE = 200
-DEFAULT_PAGE_SIZE = 50
-PAGINATION_PARAMS = frozenset({"page", "page_size"})
-
-
-class Pagination(PageNumberPagination):
-    """Counted pages. A `page_size` that is not 1..200 is a 400, not silently clamped."""
-
-    page_size = DEFAULT_PAGE_SIZE
-    page_size_query_param = "page_size"
-    max_page_size = MAX_PAGE_SIZE
-
-    def get_page_size(self, request: Any) -> int:
-        raw = request.query_params.get(self.page_size_query_param)
-        if raw is None:
-            return self.page_size
-        try:
-            size = int(raw)
-        except ValueError:
-            size = 0
-        if not 1 <= size <= self.max_page_size:
-            raise serializers.ValidationError(
-                {"page_size": [f"A whole number from 1 to {self.max_page_size}."]}
-            )
-        return size
-
-    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
-        # OpenAPI 3.1 spelling of nullable (the schema is 3.1; `nullable` is 3.0 only).
-        link = {"type": ["string", "null"], "format": "uri"}
-        return {
-            "type": "object",
-            "required": ["count", "results"],
-            "properties": {
-                "count": {"type": "integer", "description": "Results on all pages.", "example": 123},
-                "next": {**link, "description": "The next page, or null on the last.", "example": None},
-                "previous": {
-                    **link,
-                    "description": "The previous page, or null on the first.",
-                    "example": None,
-                },
-                "results": schema,
-            },
-        }
-
-    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": "page",
-                "required": False,
-                "in": "query",
-                "description": "Page number, from 1.",
-                "schema": {"type": "integer", "minimum": 1},
-            },
-            {
-                "name": "page_size",
-                "required": False,
-                "in": "query",
-                "description": f"Results per page (default {DEFAULT_PAGE_SIZE}, at most {MAX_PAGE_SIZE}).",
-                "schema": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_PAGE_SIZE,
-                    "default": DEFAULT_PAGE_SIZE,
-                },
-            },
-        ]
 
 
 class StrictQuery(serializers.Serializer):

@@ -26,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import services
-from api.exceptions import error_body
+from edge.problems import PROBLEM_CONTENT_TYPE, problem_body, request_id_of
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -46,8 +46,11 @@ def fingerprint(request: Request) -> str:
     return digest.hexdigest()
 
 
-def _error(code: int, slug: str, message: str) -> Response:
-    return Response(error_body(code=slug, message=message), status=code)
+def _error(request: Request, code: int, slug: str, message: str) -> Response:
+    body = problem_body(
+        status=code, code=slug, detail=message, instance=request.path, request_id=request_id_of(request)
+    )
+    return Response(body, status=code, content_type=PROBLEM_CONTENT_TYPE)
 
 
 def run(request: Request, handler: Callable[..., Response], *args: Any, **kwargs: Any) -> Response:
@@ -55,18 +58,22 @@ def run(request: Request, handler: Callable[..., Response], *args: Any, **kwargs
     if not key or not request.user.is_authenticated:
         return handler(request, *args, **kwargs)
     if len(key) > MAX_KEY_LENGTH or not _KEY.fullmatch(key):
-        return _error(400, "invalid", f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} printable characters.")
+        return _error(
+            request, 400, "invalid", f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} printable characters."
+        )
     print_ = fingerprint(request)
     record, first = services.idempotency_claim(user=request.user, key=key, fingerprint=print_)
     if not first:
         if record.fingerprint != print_:
             return _error(
+                request,
                 status.HTTP_422_UNPROCESSABLE_ENTITY,
                 "idempotency_key_reused",
                 "This Idempotency-Key was used for a different request.",
             )
         if record.status_code is None:
             return _error(
+                request,
                 status.HTTP_409_CONFLICT,
                 "idempotency_in_progress",
                 "A request with this Idempotency-Key is still being processed; retry shortly.",

@@ -21,8 +21,9 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 
-from api.filters import MAX_PAGE_SIZE
 from api.idempotency import KEY_PATTERN, MAX_KEY_LENGTH
+from api.pagination import MAX_PAGE_SIZE
+from api.schema_headers import declare_headers
 from api.serializers import StrictSerializer
 
 DESCRIPTION = f"""\
@@ -42,8 +43,13 @@ A header with any other scheme, or an unknown or revoked key, is a `401`, never 
 anonymous read. A valid key of a non-staff user, or a read key trying to write, is a `403`.
 
 ## Conventions
-- **Errors** always have the body `{{"error": {{"code", "message", "fields"}}}}`; `code` is
-  stable, `fields` maps paths such as `windows.1.ended_at` to messages.
+- **Errors** are RFC 9457 problem details (`application/problem+json`): `type`, `title`,
+  `status`, `detail`, `instance`, and our extensions `code` (stable), `errors` (maps paths
+  such as `windows.1.ended_at` to messages) and `request_id` (as in `X-Request-ID`).
+  The older `error` object is deprecated.
+- **Request ids**: every response carries `X-Request-ID` (yours, if you send a sane one).
+- **Strict types**: a string field takes a string, a boolean `true`/`false`, a date-time
+  an ISO 8601 string with a zone; anything else is a `400` naming the field.
 - **Strict input**: an unknown body field or query parameter is a `400` naming it.
 - **Identifiers**: incidents and maintenance by their string `id`; products by `slug` or
   `id` (both are accepted in paths and in `?product=`); locations by `name`; windows and
@@ -59,11 +65,13 @@ anonymous read. A valid key of a non-staff user, or a read key trying to write, 
 - **Paths** end with a slash; without it you get a `308` redirect to it.
 
 ## Limits
-- Lists are counted pages: `page_size` defaults to 50, at most {MAX_PAGE_SIZE} (more is a `400`).
+- Lists are cursor pages: follow `next`/`previous` (also in the `Link` header); rows
+  inserted while you page are neither repeated nor skipped. `page_size` defaults to 50,
+  at most {MAX_PAGE_SIZE} (more, or a bad `cursor`, is a `400`).
 - Rate limits per client address (anonymous) or per user (keys); every v1 response
-  carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds), and a
-  `429` carries `Retry-After`.
-- Request bodies are JSON only.
+  carries `RateLimit-Policy` (`"token";q=1200;w=60`) and `RateLimit` (`"token";r=1187;t=42`),
+  per the IETF httpapi draft, and a `429` carries `Retry-After`.
+- Request bodies are JSON only; a body over the size limit is a `413`.
 
 ## Webhooks
 Webhook subscribers receive a signed JSON `POST` per event; see **Webhooks** below for
@@ -453,6 +461,7 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
                 operation["security"] = [{}]
     result.setdefault("components", {}).setdefault("schemas", {})["WebhookPayload"] = WEBHOOK_PAYLOAD_SCHEMA
     result["webhooks"] = webhooks()
+    declare_headers(result)
     _add_tags(result)
     return result
 

@@ -17,6 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.strict import type_errors
 from core.text import TEXT_MAX_LENGTH
 from incidents.markdown import stored_html
 from incidents.models import (
@@ -59,19 +60,33 @@ def incident_url(public_id: str) -> str:
 
 
 class ErrorDetailSerializer(serializers.Serializer):
-    code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`, `not_found`.")
-    message = serializers.CharField()
+    code = serializers.CharField(help_text="As `code` above.")
+    message = serializers.CharField(help_text="As `detail` above.")
     # Declared fields are popped into _declared_fields, so this does not shadow .fields.
     fields = serializers.DictField(  # type: ignore[assignment]
-        child=serializers.ListField(child=serializers.CharField()),
-        help_text='Per-field messages for validation errors (`{"windows.0.level": ["..."]}`); empty otherwise.',
+        child=serializers.ListField(child=serializers.CharField()), help_text="As `errors` above."
     )
 
 
-class ErrorSerializer(serializers.Serializer):
-    """The body of every error response."""
+_FIELD_MESSAGES = serializers.DictField(
+    child=serializers.ListField(child=serializers.CharField()),
+    help_text='Per-field messages by path (`{"windows.0.level": ["..."]}`); empty unless the input was invalid.',
+)
 
-    error = ErrorDetailSerializer()
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response: an RFC 9457 problem document."""
+
+    type = serializers.CharField(help_text="The problem type (`about:blank`: see `status` and `code`).")
+    title = serializers.CharField(help_text="The HTTP status's phrase, e.g. `Bad Request`.")
+    status = serializers.IntegerField(help_text="The HTTP status code.")
+    detail = serializers.CharField(help_text="One human sentence about this occurrence.")
+    instance = serializers.CharField(help_text="The path of the request that failed.")
+    code = serializers.CharField(help_text="Stable machine-readable code, e.g. `invalid`, `not_found`.")
+    # Declared fields are popped into _declared_fields: this does not shadow .errors.
+    errors = _FIELD_MESSAGES  # type: ignore[assignment]
+    request_id = serializers.CharField(help_text="As in the `X-Request-ID` header; quote it when reporting.")
+    error = ErrorDetailSerializer(help_text="Deprecated: the pre-RFC 9457 shape, kept for existing clients.")
 
 
 class ProductSerializer(serializers.ModelSerializer):
@@ -302,13 +317,18 @@ WINDOW_TIME = "From 1970; for an incident not after now, for a maintenance up to
 
 class StrictSerializer(serializers.Serializer):
     """Input that refuses fields it does not know, naming them (`"components"` is a typo
-    of `"windows"`, not something to drop silently). Mix in before ModelSerializer too."""
+    of `"windows"`, not something to drop silently), and values of the wrong JSON type
+    (api.strict). Mix in before ModelSerializer too."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
+            # Wrong JSON types are refused, not coerced (api.strict).
+            wrong = type_errors(dict(self.fields), data)
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
 
 

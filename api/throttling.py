@@ -38,8 +38,14 @@ class _FailOpenRateThrottle(SimpleRateThrottle):
             scope=self.scope or "api", value=ident, limit=self.num_requests, window=self.duration
         )
         if verdict.limit is not None:
-            # Kept for the RateLimit-* headers (see rate_limit_headers).
-            request._request.rate_limit = (verdict.limit, verdict.remaining, verdict.retry_after)  # type: ignore[attr-defined]
+            # Kept for the RateLimit headers (see rate_limit_headers).
+            request._request.rate_limit = (  # type: ignore[attr-defined]
+                self.scope or "api",
+                verdict.limit,
+                self.duration,
+                verdict.remaining,
+                verdict.retry_after,
+            )
         return verdict.allowed
 
     def wait(self) -> float | None:
@@ -48,17 +54,18 @@ class _FailOpenRateThrottle(SimpleRateThrottle):
 
 
 def rate_limit_headers(request: Request) -> dict[str, str]:
-    """`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until the
-    window frees a request), the names of the IETF httpapi draft, from the throttle that
-    counted this request. Empty when no throttle counted it (or its cache was down)."""
+    """`RateLimit-Policy` and `RateLimit` per the IETF httpapi draft
+    (draft-ietf-httpapi-ratelimit-headers-09 and later), from the throttle that counted
+    this request: `RateLimit-Policy: "anon";q=300;w=60` (quota, window in seconds) and
+    `RateLimit: "anon";r=42;t=17` (requests remaining, seconds until the window frees
+    one). Empty when no throttle counted it (or its cache was down)."""
     state = getattr(request._request, "rate_limit", None)
     if state is None:
         return {}
-    limit, remaining, reset = state
+    policy, limit, window, remaining, reset = state
     return {
-        "RateLimit-Limit": str(limit),
-        "RateLimit-Remaining": str(remaining),
-        "RateLimit-Reset": str(reset),
+        "RateLimit-Policy": f'"{policy}";q={limit};w={window}',
+        "RateLimit": f'"{policy}";r={max(0, remaining)};t={max(0, reset)}',
     }
 
 

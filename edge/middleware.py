@@ -17,13 +17,14 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib.auth import logout
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from edge import ratelimit
 from edge.deadline import deadline
+from edge.problems import problem_response
 from edge.stale import Unavailable
 
 logger = logging.getLogger(__name__)
@@ -55,9 +56,7 @@ def service_unavailable(request: HttpRequest, *, message: str, retry_after: int)
     """A cheap 503 that tells clients when to come back. Never touches the database."""
     response: HttpResponse
     if _wants_json(request):
-        response = JsonResponse(
-            {"error": {"code": "unavailable", "message": message, "fields": {}}}, status=503
-        )
+        response = problem_response(request, 503, "unavailable", message)
     else:
         body = render_to_string("503.html", {"message": message, "retry_after": retry_after})
         response = HttpResponse(body, status=503)

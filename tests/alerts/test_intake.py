@@ -126,8 +126,8 @@ def test_it_refuses_bad_credentials_with_401_and_writes_nothing(
         ),
     ):
         assert response.status_code == 401, response.content
-        assert response.json()["error"]["code"] == "authentication_failed"
-        assert response.json()["error"]["message"] == "Unknown integration or bad credentials."
+        assert response.json()["code"] == "authentication_failed"
+        assert response.json()["detail"] == "Unknown integration or bad credentials."
         assert response["WWW-Authenticate"] == 'Bearer realm="alerts"'
     services.integration_update(integration=am, changes={"is_active": False})
     assert post(client, am, body).status_code == 401
@@ -139,12 +139,9 @@ def test_it_answers_400_with_a_message_and_keeps_the_malformed_payload(
 ) -> None:
     response = post(client, am, b'{"version": "4", "groupKey": "g", "alerts": [{"status": "firing"}]}')
     assert response.status_code == 400
-    assert (
-        response.json()["error"]["message"]
-        == "alerts[0].startsAt: expected an RFC 3339 time string, got NoneType."
-    )
+    assert response.json()["detail"] == "alerts[0].startsAt: expected an RFC 3339 time string, got NoneType."
     kept = ReceivedPayload.objects.get()
-    assert (kept.status_code, kept.outcome) == (400, response.json()["error"]["message"])
+    assert (kept.status_code, kept.outcome) == (400, response.json()["detail"])
     assert Incident.objects.count() == Alert.objects.count() == 0
 
 
@@ -154,8 +151,8 @@ def test_it_refuses_a_payload_over_the_size_limit_with_413(
     settings.ALERTS_MAX_PAYLOAD_BYTES = 200
     response = post(client, am, am_payload(am_alert(summary="x" * 300)))
     assert response.status_code == 413
-    assert response.json()["error"]["code"] == "too_large"
-    assert "200 bytes" in response.json()["error"]["message"]
+    assert response.json()["code"] == "too_large"
+    assert "200 bytes" in response.json()["detail"]
     assert counts()[0] == ReceivedPayload.objects.count() == 0
 
 

@@ -70,7 +70,7 @@ def test_a_nul_in_alert_text_is_a_400_naming_the_field_and_the_payload_is_kept(
     body = json.dumps(payload).encode()  # the NUL travels as the JSON escape \u0000
     response = post(client, integrations[kind], body)
     assert response.status_code == 400, response.content
-    assert response.json()["error"]["message"] == f"{field}: NUL characters are not allowed."
+    assert response.json()["detail"] == f"{field}: NUL characters are not allowed."
     kept = ReceivedPayload.objects.get()
     assert (kept.status_code, kept.body) == (400, body.decode())
     assert Incident.objects.count() == Alert.objects.count() == 0
@@ -82,7 +82,7 @@ def test_a_raw_nul_byte_in_the_body_is_a_400_and_the_payload_is_kept_escaped(
     body = b'{"alerts": []}\x00'
     response = post(client, integrations["generic"], body)
     assert response.status_code == 400, response.content
-    assert "not JSON" in response.json()["error"]["message"]
+    assert "not JSON" in response.json()["detail"]
     kept = ReceivedPayload.objects.get()
     assert kept.body == '{"alerts": []}\\u0000'
     assert NUL not in kept.outcome

@@ -108,7 +108,7 @@ def test_it_refuses_a_start_out_of_bounds_through_the_api(staff_api: Client, wor
     before = Incident.objects.count()
     response = _json(staff_api, "post", "/api/v1/incidents/", {"title": "Bad clock", "started_at": when})
     assert response.status_code == 400, response.content
-    assert "started_at" in response.json()["error"]["fields"]
+    assert "started_at" in response.json()["errors"]
     assert Incident.objects.count() == before
     edit = _json(staff_api, "patch", f"/api/v1/incidents/{world.ongoing.public_id}/", {"started_at": when})
     assert edit.status_code in (400, 405), edit.content
@@ -145,7 +145,7 @@ def test_it_refuses_a_deeply_nested_update_and_stores_nothing(
     before = IncidentUpdate.objects.count()
     response = _json(staff_api, "post", url, {"status": "identified", "body": body})
     assert response.status_code == 400, response.content
-    assert "nested" in json.dumps(response.json()["error"]["fields"])
+    assert "nested" in json.dumps(response.json()["errors"])
     assert IncidentUpdate.objects.count() == before
     assert_public_pages_answer(world)
 
@@ -185,7 +185,7 @@ def test_it_refuses_pathological_markdown_quickly_through_the_api(
     response = _json(staff_api, "post", url, {"status": "identified", "body": body})
     assert time.process_time() - started < 1.0
     assert response.status_code == 400, response.content[:300]
-    assert response.json()["error"]["fields"]["body"]
+    assert response.json()["errors"]["body"]
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_it_names_the_field_and_the_cause_of_a_slow_markdown_body(
     before = IncidentUpdate.objects.count()
     response = _json(staff_api, "post", url, {"status": "identified", "body": PATHOLOGICAL[shape]})
     assert response.status_code == 400, response.content[:300]
-    (message,) = response.json()["error"]["fields"]["body"]
+    (message,) = response.json()["errors"]["body"]
     assert message.startswith("This text would take too long to render (about ")
     assert says in message, message
     assert IncidentUpdate.objects.count() == before
@@ -330,22 +330,22 @@ def test_it_refuses_a_period_at_the_end_of_the_calendar_in_the_command(world: Wo
 def test_it_refuses_a_period_at_the_end_of_the_calendar_in_the_api(staff_api: Client, world: World) -> None:
     response = _json(staff_api, "post", "/api/v1/credit-notices/compute/", {"period": "9998-12"})
     assert response.status_code == 400, response.content
-    assert response.json()["error"]["fields"]["period"]
+    assert response.json()["errors"]["period"]
 
 
 def test_it_refuses_a_deeply_nested_json_body(staff_api: Client, world: World) -> None:
     response = _json(staff_api, "post", "/api/v1/incidents/", "[" * 100_000 + "]" * 100_000)
     assert response.status_code == 400
-    assert response["Content-Type"] == "application/json"
-    assert response.json()["error"]["code"] == "parse_error"
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "parse_error"
 
 
 @pytest.mark.parametrize("url", ["/api/v1/no-such-thing/", "/api/v2/nothing.json", "/api/"])
 def test_it_answers_json_for_unknown_api_urls(url: str) -> None:
     response = Client().get(url)
     assert response.status_code == 404
-    assert response["Content-Type"] == "application/json"
-    assert response.json()["error"]["code"] == "not_found"
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "not_found"
 
 
 def test_it_serves_the_admin_pages_without_inline_styles(staff_client: Client, world: World) -> None:
@@ -442,7 +442,7 @@ def test_it_refuses_what_the_schema_calls_invalid(
     # in an address, a URI of any scheme) and was refused: the schema now says so too.
     response = staff_api.post(path, body, content_type="application/json")
     assert response.status_code == 400, response.content
-    assert field in {name.split(".")[0] for name in response.json()["error"]["fields"]}
+    assert field in {name.split(".")[0] for name in response.json()["errors"]}
 
 
 def test_it_refuses_an_empty_period_filter_on_credit_notices(staff_api: Client, world: World) -> None:
@@ -450,4 +450,4 @@ def test_it_refuses_an_empty_period_filter_on_credit_notices(staff_api: Client, 
     # no filter had been given, where the schema says a period is YYYY-MM.
     response = staff_api.get("/api/v1/credit-notices/?period=")
     assert response.status_code == 400, response.content
-    assert "period" in response.json()["error"]["fields"]
+    assert "period" in response.json()["errors"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -61,7 +62,7 @@ def test_it_answers_401_naming_the_scheme_never_silent_anonymity(world: World, h
     error = assert_error(response, 401, "authentication_failed")
     assert response["WWW-Authenticate"].startswith("Bearer")
     if header.startswith(("Basic", "Digest")):
-        assert "Bearer" in error["message"] and "Token" in error["message"]
+        assert "Bearer" in error["detail"] and "Token" in error["detail"]
 
 
 def test_it_refuses_revoked_keys_and_writes_with_a_read_key(alice: User, world: World) -> None:
@@ -71,7 +72,7 @@ def test_it_refuses_revoked_keys_and_writes_with_a_read_key(alice: User, world: 
     new = api_services.api_key_create(user=alice, name="gone", scope="write")
     api_services.api_key_revoke(key=new.key)
     error = assert_error(bearer(new.raw).get("/api/v1/incidents/"), 401, "authentication_failed")
-    assert "revoked" in error["message"]
+    assert "revoked" in error["detail"]
 
 
 def test_only_staff_hold_keys_and_only_a_hash_is_stored(alice: User, bob: User) -> None:
@@ -124,7 +125,7 @@ def test_it_patches_an_incident_and_refuses_unknown_fields(alice: User, world: W
     world.ongoing.refresh_from_db()
     assert (world.ongoing.title, world.ongoing.impact) == ("Write latency", "major")
     error = assert_error(send(api, "patch", url, {"status": "resolved", "colour": "red"}), 400, "invalid")
-    assert error["fields"] == {"colour": ["Unknown field."], "status": ["Unknown field."]}
+    assert error["errors"] == {"colour": ["Unknown field."], "status": ["Unknown field."]}
 
 
 def test_unknown_fields_on_create_are_a_400_naming_them(alice: User, world: World) -> None:
@@ -132,7 +133,7 @@ def test_unknown_fields_on_create_are_a_400_naming_them(alice: User, world: Worl
     error = assert_error(
         send(api, "post", "/api/v1/incidents/", {"title": "x", "components": ["gmail"]}), 400, "invalid"
     )
-    assert error["fields"] == {"components": ["Unknown field."]}
+    assert error["errors"] == {"components": ["Unknown field."]}
     nested = {
         "title": "x",
         "windows": [
@@ -140,7 +141,7 @@ def test_unknown_fields_on_create_are_a_400_naming_them(alice: User, world: Worl
         ],
     }
     error = assert_error(send(api, "post", "/api/v1/incidents/", nested), 400, "invalid")
-    assert error["fields"] == {"windows.0.lvl": ["Unknown field."]}
+    assert error["errors"] == {"windows.0.lvl": ["Unknown field."]}
     assert not Incident.objects.filter(title="x").exists()
 
 
@@ -267,21 +268,30 @@ def test_the_slashless_path_redirects_with_308(world: World) -> None:
     ],
 )
 def test_unknown_parameters_and_bad_page_sizes_are_refused(world: World, url: str, field: str) -> None:
-    assert field in assert_error(Client().get(url), 400, "invalid")["fields"]
+    assert field in assert_error(Client().get(url), 400, "invalid")["errors"]
 
 
 def test_a_bogus_period_on_credit_notices_is_a_400(alice: User, world: World) -> None:
     api = bearer(key_for(alice, "read"))
-    assert "period" in assert_error(api.get("/api/v1/credit-notices/?period=bogus"), 400, "invalid")["fields"]
+    assert "period" in assert_error(api.get("/api/v1/credit-notices/?period=bogus"), 400, "invalid")["errors"]
     assert api.get("/api/v1/credit-notices/?period=2026-09").status_code == 200
 
 
 def test_responses_carry_ratelimit_headers(world: World, settings: Any) -> None:
     first = Client(REMOTE_ADDR="203.0.113.18").get("/api/v1/status/")
     second = Client(REMOTE_ADDR="203.0.113.18").get("/api/v1/status/")
-    assert first["RateLimit-Limit"] == "300"
-    assert int(second["RateLimit-Remaining"]) == int(first["RateLimit-Remaining"]) - 1
-    assert 1 <= int(first["RateLimit-Reset"]) <= 60
+    # draft-ietf-httpapi-ratelimit-headers-09: the policy, then what is left of it.
+    assert first["RateLimit-Policy"] == '"anon";q=300;w=60'
+    assert "RateLimit-Limit" not in first and "RateLimit-Remaining" not in first
+
+    def left(response: Any) -> tuple[int, int]:
+        match = re.fullmatch(r'"anon";r=(\d+);t=(\d+)', response["RateLimit"])
+        assert match, response["RateLimit"]
+        return int(match[1]), int(match[2])
+
+    (remaining, reset), (after, _) = left(first), left(second)
+    assert after == remaining - 1
+    assert 1 <= reset <= 60
 
 
 # --- 6. Webhooks -----------------------------------------------------------------------------------

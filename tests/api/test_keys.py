@@ -49,7 +49,7 @@ def test_a_key_can_no_longer_mint_keys_once_its_owner_loses_integrations() -> No
     dana.groups.clear()
     refused = mint(raw)
     assert refused.status_code == 403
-    assert "create and revoke API keys" in refused.json()["error"]["message"]
+    assert "create and revoke API keys" in refused.json()["detail"]
     assert ApiKey.objects.filter(user=dana).count() == 2
 
 

@@ -27,8 +27,12 @@ def test_it_serves_an_openapi_3_schema_documenting_every_endpoint(anon: Client) 
         assert path in paths
     create = schema["paths"]["/api/v1/incidents/"]["post"]
     assert {"201", "400", "401", "403", "429"} <= set(create["responses"])
-    error_ref = create["responses"]["401"]["content"]["application/json"]["schema"]["$ref"]
+    error_ref = create["responses"]["401"]["content"]["application/problem+json"]["schema"]["$ref"]
     assert error_ref == "#/components/schemas/Error"
+    problem = schema["components"]["schemas"]["Error"]
+    assert {"type", "title", "status", "detail", "instance", "code", "errors", "request_id"} <= set(
+        problem["required"]
+    )
     assert schema["components"]["schemas"]["ErrorDetail"]["required"] == ["code", "fields", "message"]
     listing = schema["paths"]["/api/v1/incidents/"]["get"]
     ordering = next(p for p in listing["parameters"] if p["name"] == "ordering")

@@ -91,6 +91,7 @@ TIME_ORDER = [
     "scheduled_for",
     "started_at",
     "detected_at",
+    "first_update_at",
     "display_at",
     "ended_at",
     "resolved_at",
@@ -125,8 +126,12 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
     - SLA policy names unique and tiers with distinct thresholds (checked against the
       other policies and tiers, not expressible per value);
     - a credit period that has started, and an approval token that send-preview issued;
-    - a fresh Idempotency-Key.
+    - a fresh Idempotency-Key;
+    - no made-up `cursor`: a cursor is opaque, valid only as a `next`/`previous` link
+      gave it (a forged one is rightly a 400); paging itself is tested in test_standards.
     """
+    if case.query and "cursor" in case.query:
+        del case.query["cursor"]
     if case.headers and "Idempotency-Key" in case.headers:
         # A key already used with another body is rightly a 422: keys are live state too.
         case.headers["Idempotency-Key"] = f"fuzz-{next(_KEYS)}"

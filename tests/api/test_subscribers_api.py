@@ -80,7 +80,7 @@ def test_it_filters_by_kind_confirmation_and_product(
 def test_it_answers_bad_filters_with_400(staff_api: Client, subscribers: dict[str, Subscriber]) -> None:
     response = staff_api.get(URL + "?kind=pigeon")
     assert response.status_code == 400
-    assert response.json()["error"]["fields"]["kind"]
+    assert response.json()["errors"]["kind"]
 
 
 def test_it_is_read_only(staff_api: Client, subscribers: dict[str, Subscriber]) -> None:

@@ -37,7 +37,7 @@ def test_it_throttles_anonymous_callers_with_429_and_retry_after(
     response = anon.get(URL)
     assert response.status_code == 429
     assert 1 <= int(response["Retry-After"]) <= 60
-    assert response.json()["error"]["code"] == "throttled"
+    assert response.json()["code"] == "throttled"
     assert "Cache-Control" not in response.headers or "public" not in response["Cache-Control"]
     # Another address has its own allowance.
     assert anon.get(URL, REMOTE_ADDR="198.51.100.7").status_code == 200

@@ -67,7 +67,7 @@ def test_it_refuses_bad_input_naming_the_field(
 ) -> None:
     update, url = _update(world)
     error = assert_error(send(staff_api, "patch", url, payload), 400, "invalid")
-    assert field in error["fields"]
+    assert field in error["errors"]
     update.refresh_from_db()
     assert update.edited_at is None and not IncidentUpdateRevision.objects.exists()
 

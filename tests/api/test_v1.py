@@ -25,12 +25,26 @@ def post(client: Client, url: str, payload: dict[str, Any], method: str = "post"
 
 def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.content
+    # RFC 9457 problem details, with our extensions and the deprecated `error` object.
+    assert response["Content-Type"] == "application/problem+json"
     body = response.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) == {"code", "message", "fields"}
-    assert body["error"]["code"] == code
-    assert body["error"]["message"]
-    return body["error"]
+    assert set(body) == {
+        "type",
+        "title",
+        "status",
+        "detail",
+        "instance",
+        "code",
+        "errors",
+        "request_id",
+        "error",
+    }
+    assert body["status"] == status
+    assert body["code"] == code
+    assert body["detail"]
+    assert body["request_id"] == response["X-Request-ID"]
+    assert body["error"] == {"code": code, "message": body["detail"], "fields": body["errors"]}
+    return dict(body)
 
 
 # --- Reads ---------------------------------------------------------------------------------------
@@ -129,7 +143,9 @@ def test_it_filters_orders_and_paginates_incidents(anon: Client, world: World) -
         world.ongoing.public_id,
     ]
     assert ids("") == [world.ongoing.public_id, world.drafted.public_id, world.outage.public_id]
-    page = anon.get("/api/v1/incidents/?page_size=1&page=2").json()
+    first = anon.get("/api/v1/incidents/?page_size=1").json()
+    assert first["previous"] is None
+    page = anon.get(first["next"]).json()
     assert page["count"] == 3
     assert [i["id"] for i in page["results"]] == [world.drafted.public_id]
     assert page["next"] and page["previous"]
@@ -146,7 +162,7 @@ def test_it_filters_orders_and_paginates_incidents(anon: Client, world: World) -
 )
 def test_it_refuses_bad_filters_with_400(anon: Client, world: World, query: str, field: str) -> None:
     error = assert_error(anon.get(f"/api/v1/incidents/?{query}"), 400, "invalid")
-    assert field in error["fields"]
+    assert field in error["errors"]
 
 
 def test_it_answers_an_empty_page_for_a_range_that_ends_before_it_starts(anon: Client, world: World) -> None:
@@ -159,8 +175,21 @@ def test_it_answers_an_empty_page_for_a_range_that_ends_before_it_starts(anon: C
     assert response.json()["results"] == []
 
 
-def test_it_answers_404_for_a_page_past_the_end(anon: Client, world: World) -> None:
-    assert_error(anon.get("/api/v1/incidents/?page=99"), 404, "not_found")
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("page=99", "page"),
+        ("page=-1", "page"),
+        ("cursor=bogus", "cursor"),
+        ("cursor=", "cursor"),
+        ("page_size=0", "page_size"),
+    ],
+)
+def test_it_refuses_bad_paging_with_400_naming_the_parameter(
+    anon: Client, world: World, query: str, field: str
+) -> None:
+    # Never a 404: pages are cursors now, and a page number is not a parameter of a list.
+    assert field in assert_error(anon.get(f"/api/v1/incidents/?{query}"), 400, "invalid")["errors"]
 
 
 def test_it_lists_maintenance_separately(anon: Client, world: World, staff_api: Client) -> None:
@@ -327,10 +356,10 @@ def test_it_posts_updates_resolves_and_publishes_through_the_services(
 
     # Resolving twice is a service error: 400 with the message, nothing changes.
     again = assert_error(post(staff_api, f"{base}/resolve/", {}), 400, "invalid")
-    assert again["message"] == "This incident is already resolved."
+    assert again["detail"] == "This incident is already resolved."
 
     early = assert_error(post(staff_api, f"{base}/report/publish/", {}), 400, "invalid")
-    assert "report" in early["message"].lower()
+    assert "report" in early["detail"].lower()
     saved = post(staff_api, f"{base}/report/", {"summary": "Disk pool exhausted.", "kind": "mini"}, "put")
     assert saved.json()["report"]["status"] == "draft"
     assert anon.get(f"{base}/").json()["report"] is None
@@ -354,7 +383,7 @@ def test_it_schedules_and_ends_maintenance(anon: Client, staff_api: Client, worl
     wrong = assert_error(
         post(staff_api, f"{url}/updates/", {"status": "monitoring", "body": "x"}), 400, "invalid"
     )
-    assert "status" in wrong["fields"]
+    assert "status" in wrong["errors"]
     done = post(staff_api, f"{url}/complete/", {"body": "All done."})
     assert done.status_code == 200
     assert done.json()["status"] == "completed"
@@ -382,7 +411,7 @@ def test_it_reports_service_validation_errors_per_field(staff_api: Client, world
         400,
         "invalid",
     )
-    assert error["fields"] == {"windows.0.ended_at": ["The end must not be before the start."]}
+    assert error["errors"] == {"windows.0.ended_at": ["The end must not be before the start."]}
     nested = assert_error(
         post(
             staff_api, "/api/v1/incidents/", {"title": "x", "windows": [{"product": "nope", "level": "bad"}]}
@@ -390,11 +419,11 @@ def test_it_reports_service_validation_errors_per_field(staff_api: Client, world
         400,
         "invalid",
     )
-    assert {"windows.0.product", "windows.0.level", "windows.0.started_at"} <= set(nested["fields"])
+    assert {"windows.0.product", "windows.0.level", "windows.0.started_at"} <= set(nested["errors"])
     header = assert_error(
         post(staff_api, "/api/v1/incidents/", {"title": "Line\r\nBcc: x@example.org"}), 400, "invalid"
     )
-    assert "title" in header["fields"]
+    assert "title" in header["errors"]
     assert_error(
         staff_api.post("/api/v1/incidents/", data="{not json", content_type="application/json"),
         400,
@@ -474,5 +503,5 @@ def test_it_names_the_window_an_error_concerns(staff_api: Client, world: World) 
         400,
         "invalid",
     )
-    assert error["fields"] == {"windows.1.ended_at": ["The end must not be before the start."]}
+    assert error["errors"] == {"windows.1.ended_at": ["The end must not be before the start."]}
     assert _snapshot() == before

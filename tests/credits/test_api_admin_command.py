@@ -115,7 +115,7 @@ def test_it_validates_api_input(client, alice, gmail_setup) -> None:  # type: ig
         "/api/v1/credit-notices/compute/", {"period": "2009-9"}, content_type="application/json", **auth
     )
     assert bad_period.status_code == 400
-    assert "period" in bad_period.json()["error"]["fields"]
+    assert "period" in bad_period.json()["errors"]
     nothing = client.post("/api/v1/credit-notices/approve/", {}, content_type="application/json", **auth)
     assert nothing.status_code == 400
     huge = client.post(
@@ -129,7 +129,7 @@ def test_it_validates_api_input(client, alice, gmail_setup) -> None:  # type: ig
         **auth,
     )
     assert injected.status_code == 400
-    assert "name" in injected.json()["error"]["fields"]
+    assert "name" in injected.json()["errors"]
     bad_address = client.post(
         "/api/v1/customers/",
         {"name": "Evil", "billing_emails": ["a@example.com\nBcc: x@example.com"]},

@@ -87,7 +87,7 @@ def test_the_api_refuses_a_responder_with_the_message(storage_case: dict[str, An
         content_type="application/json",
     )
     assert answer.status_code == 403
-    assert "send SLA credit notices" in answer.json()["error"]["message"]
+    assert "send SLA credit notices" in answer.json()["detail"]
     assert OutboundMessage.objects.count() == 0
 
 
@@ -182,7 +182,7 @@ def test_a_large_send_needs_a_second_finance_user_in_the_api(
     assert preview.json()["needs_second_approver"] and preview.json()["prepared_by"] == "fiona"
     again = _client(fiona).post("/api/v1/credit-notices/approve/", body, content_type="application/json")
     assert again.status_code == 403
-    assert "a different Finance user must approve it" in again.json()["error"]["message"]
+    assert "a different Finance user must approve it" in again.json()["detail"]
     assert OutboundMessage.objects.count() == 0
     sent = _client(frank).post("/api/v1/credit-notices/approve/", body, content_type="application/json")
     assert sent.status_code == 200 and sent.json()["queued"] == 1

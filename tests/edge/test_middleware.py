@@ -30,7 +30,7 @@ def test_it_answers_503_with_retry_after_when_the_database_is_gone(client: Clien
 def test_it_answers_api_clients_in_json_when_the_database_is_gone(client: Client) -> None:
     response = client.get("/api/v1/t/db-gone/")
     assert response.status_code == 503
-    assert response.json()["error"]["code"] == "unavailable"
+    assert response.json()["code"] == "unavailable"
     assert response["Retry-After"]
 
 

@@ -306,7 +306,7 @@ def test_it_sets_and_filters_the_language_through_the_api(client: Client, alice)
     assert subscriber.language == "fr"
     refused = client.patch(url, {"language": "klingon"}, content_type="application/json", **auth)
     assert refused.status_code == 400
-    assert "language" in refused.json()["error"]["fields"]
+    assert "language" in refused.json()["errors"]
     other = client.patch(url, {"email": "x@example.com"}, content_type="application/json", **auth)
     assert other.status_code == 400  # only the language is writable
     subscriber.refresh_from_db()

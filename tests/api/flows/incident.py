@@ -70,7 +70,7 @@ T = TypeVar("T")
 
 def _ok(value: T | Error | None, kind: type[T]) -> T:
     if isinstance(value, Error):
-        raise AssertionError(f"API error {value.error.code}: {value.error.message}")
+        raise AssertionError(f"API error {value.code}: {value.detail} (request {value.request_id})")
     assert isinstance(value, kind), value
     return value
 
