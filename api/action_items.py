@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -52,6 +52,7 @@ class ActionItemEditSerializer(s.StrictSerializer):
     is_public = serializers.BooleanField(required=False, help_text="Listed on the published report.")
 
 
+ITEM_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The action item's id.")
 CLOSED = [(v, label) for v, label in ActionItem.Status.choices if v not in ActionItem.OPEN_STATUSES]
 
 
@@ -69,6 +70,7 @@ class ActionItemCloseSerializer(s.StrictSerializer):
     ),
     retrieve=extend_schema(
         summary="Get an action item (staff)",
+        parameters=[ITEM_ID],
         responses={200: s.ActionItemSerializer, **errors(404, *STAFF_READ_ERRORS)},
     ),
     create=extend_schema(
@@ -78,6 +80,7 @@ class ActionItemCloseSerializer(s.StrictSerializer):
     ),
     partial_update=extend_schema(
         summary="Change an action item (staff)",
+        parameters=[ITEM_ID],
         description="Send only what changes. Send the item's `ETag` (from a GET) as `If-Match` "
         "to refuse the write with 412 if it changed since.",
         request=ActionItemEditSerializer,
@@ -96,7 +99,7 @@ class ActionItemViewSet(
     serializer_class = s.ActionItemSerializer
     query_serializers = {"list": ActionItemFilterSerializer}
     queryset = ActionItem.objects.select_related("incident", "owner")
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = "[0-9]+"  # an id: the schema types it as an integer
     http_method_names = ["get", "post", "patch", "head", "options"]
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -134,6 +137,7 @@ class ActionItemViewSet(
     @extend_schema(
         summary="Close an action item (staff)",
         description="Marks it `done` (or `wont_do`); closing it again with the same status changes nothing.",
+        parameters=[ITEM_ID],
         request=ActionItemCloseSerializer,
         responses={200: s.ActionItemSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )

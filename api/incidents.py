@@ -330,7 +330,7 @@ class _EditableIncidentViewSet(IncidentPartsMixin, _IncidentViewSetBase):
         request=s.WindowInputSerializer,
         responses={201: s.WindowSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["get", "post"], url_path="windows")
+    @action(detail=True, methods=["get", "post"], url_path="windows", pagination_class=None)
     def windows(self, request: Request, public_id: str) -> Response:
         return self.list_windows() if request.method == "GET" else self.add_window(request)
 
@@ -428,7 +428,7 @@ class IncidentViewSet(_EditableIncidentViewSet):
         request=s.UpdateCreateSerializer,
         responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["get", "post"], url_path="updates")
+    @action(detail=True, methods=["get", "post"], url_path="updates", pagination_class=None)
     def updates(self, request: Request, public_id: str) -> Response:
         return self.list_updates() if request.method == "GET" else self.post_update(request)
 
@@ -537,7 +537,7 @@ class MaintenanceViewSet(_EditableIncidentViewSet):
         request=s.UpdateCreateSerializer,
         responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["get", "post"], url_path="updates")
+    @action(detail=True, methods=["get", "post"], url_path="updates", pagination_class=None)
     def updates(self, request: Request, public_id: str) -> Response:
         return self.list_updates() if request.method == "GET" else self.post_update(request)
 
