@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework.routers import DefaultRouter
 
-from api import catalogue, credits, incidents, subscribers
+from api import catalogue, credits, incidents, subscribers, templates
 from api.base import APIRoot
 
 
@@ -23,5 +23,6 @@ def build_router() -> V1Router:
     subscribers.register(router)  # subscribers (staff, read only)
     # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)
     router.register("product-groups", catalogue.ProductGroupViewSet, basename="product-group")
+    router.register("templates", templates.TemplateViewSet, basename="template")
     # --- end catalogue
     return router

@@ -595,3 +595,6 @@ class HistoryCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} ({self.zone}): {self.count}"
+
+
+import incidents.message_templates  # noqa: E402, F401  (registers the templates with this app)

@@ -46,6 +46,7 @@ from incidents.services.reports import (
     report_save_with_action_items,
     report_set_status,
 )
+from incidents.services.templates import template_delete, template_save
 from incidents.services.updates import incident_levels_change, incident_update_edit
 from incidents.services.windows import (
     LEVEL_CHOICES,
@@ -105,4 +106,6 @@ __all__ = [
     "report_save",
     "report_save_with_action_items",
     "report_set_status",
+    "template_delete",
+    "template_save",
 ]

@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from api import services as api_services
+from incidents.message_templates import MessageTemplate
 from incidents.models import ActionItem, Location, Product, ProductGroup
 from tests.api.test_generated_client import _type_check_flows, generated_client
 
@@ -34,3 +35,4 @@ def test_the_generated_client_manages_the_catalogue(
     assert item.status == "done"
     update = item.incident.updates.get()
     assert update.body == "Calls dropped after a minute in Belgium." and update.revisions.count() == 1
+    assert not MessageTemplate.objects.exists()  # created, changed, deleted

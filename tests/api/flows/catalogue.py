@@ -1,7 +1,7 @@
 """Managing the catalogue and an incident's parts through the generated client (issue 31):
 products, a group and a location created, changed with If-Match and deleted; a product
 with history refused (409) and archived instead; an action item closed; a timeline
-update corrected with If-Match. Typed calls and models only, as in flows/incident.py.
+update corrected with If-Match; a message template written and deleted. Typed calls and models only, as in flows/incident.py.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ from status_client.api.products import (
     products_partial_update,
     products_retrieve,
 )
+from status_client.api.templates import (
+    templates_create,
+    templates_destroy,
+    templates_partial_update,
+    templates_retrieve,
+)
 from status_client.models import (
     ActionItem,
     ActionItemCloseRequest,
@@ -45,6 +51,7 @@ from status_client.models import (
     Error,
     Incident,
     IncidentCreateRequest,
+    IncidentStatusEnum,
     LevelEnum,
     Location,
     LocationKindEnum,
@@ -52,11 +59,15 @@ from status_client.models import (
     PatchedLocationWriteRequest,
     PatchedProductGroupWriteRequest,
     PatchedProductWriteRequest,
+    PatchedTemplateWriteRequest,
     PatchedUpdateEditRequest,
     Product,
     ProductGroup,
     ProductGroupWriteRequest,
     ProductWriteRequest,
+    Template,
+    TemplateKindEnum,
+    TemplateWriteRequest,
     Update,
     Window,
     WindowInputRequest,
@@ -215,3 +226,26 @@ def run(base_url: str, key: str) -> None:
     assert products_destroy.sync_detailed(spare.slug, client=staff, if_match=etag).status_code == 204
     _ok(locations_create.sync(client=staff, body=LocationWriteRequest(name="asia-east1")), Location)
     assert locations_destroy.sync_detailed("asia-east1", client=staff).status_code == 204
+
+    # A message template: created, changed with If-Match, deleted.
+    template = _ok(
+        templates_create.sync(
+            client=staff,
+            body=TemplateWriteRequest(
+                name="Calls dropping", kind=TemplateKindEnum.UPDATE, body="Calls drop."
+            ),
+        ),
+        Template,
+    )
+    etag = templates_retrieve.sync_detailed(template.id, client=staff).headers["ETag"]
+    changed = _ok(
+        templates_partial_update.sync(
+            template.id,
+            client=staff,
+            if_match=etag,
+            body=PatchedTemplateWriteRequest(status=IncidentStatusEnum.IDENTIFIED),
+        ),
+        Template,
+    )
+    assert changed.status == IncidentStatusEnum.IDENTIFIED and changed.body == "Calls drop."
+    assert templates_destroy.sync_detailed(template.id, client=staff).status_code == 204
