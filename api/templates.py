@@ -19,6 +19,7 @@ from incidents import services
 from incidents.message_templates import MessageTemplate
 from incidents.models import IncidentStatus
 
+
 class TemplateSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(
         choices=IncidentStatus.choices, allow_blank=True, read_only=True, help_text="Empty: none."
