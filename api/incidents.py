@@ -34,6 +34,7 @@ from api.filters import (
     MaintenanceFilterSerializer,
     filter_incidents,
 )
+from api.incident_parts import IncidentPartsMixin, ReportSectionsSerializer
 from api.permissions import ReadPublicWriteStaff, is_staff
 from api.products import LocationViewSet, OverallStatusView, ProductViewSet
 from incidents import selectors, services
@@ -63,6 +64,12 @@ WINDOW_PARAMETER = OpenApiParameter(
 UPDATE_PARAMETER = OpenApiParameter(
     "update_id", int, OpenApiParameter.PATH, description="Timeline update id (from the incident's `updates`)."
 )
+LIST_UPDATES: dict[str, Any] = {
+    "summary": "List the timeline updates",
+    "description": "Newest first (by shown time); each is editable with If-Match (staff).",
+    "parameters": [ID_PARAMETER],
+    "responses": {200: s.UpdateSerializer(many=True), **errors(404, *READ_ERRORS)},
+}
 IF_MATCH_NOTE = (
     " Send the incident's `ETag` (from a GET) as `If-Match` to refuse the write with 412 "
     "if someone changed the incident since."
@@ -138,7 +145,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         # title sent with another key is another incident.
         incident = services.incident_open(
             title=data["title"],
-            impact=data["impact"],
+            impact=data.get("impact"),
             summary=data["summary"],
             body=data["body"],
             status=data["status"],
@@ -196,6 +203,10 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         # corrections of the same text, not unrelated updates of the incident.
         if self.action == "timeline_update":
             return s.UpdateSerializer(self._timeline_update(self.kwargs["update_id"])).data
+        # A window likewise: its If-Match is the ETag its own GET returns.
+        if self.action == "window":
+            window = self._window(self.get_object(), self.kwargs["window_id"])
+            return s.WindowSerializer(window).data
         return super().current_representation()
 
     # --- Edits ----------------------------------------------------------------------------
@@ -266,7 +277,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         return self._answer(incident)
 
 
-class _EditableIncidentViewSet(_IncidentViewSetBase):
+class _EditableIncidentViewSet(IncidentPartsMixin, _IncidentViewSetBase):
     """Edits, timeline reads and windows, shared by incidents and maintenance."""
 
     @extend_schema(
@@ -306,15 +317,22 @@ class _EditableIncidentViewSet(_IncidentViewSetBase):
         return self.update_detail(request, update_id)
 
     @extend_schema(
+        methods=["GET"],
+        summary="List the impact windows",
+        parameters=[ID_PARAMETER],
+        responses={200: s.WindowSerializer(many=True), **errors(404, *READ_ERRORS)},
+    )
+    @extend_schema(
+        methods=["POST"],
         summary="Add an impact window",
         description="One product (and optionally location) at one level from a start; open if no end (staff).",
         parameters=[ID_PARAMETER],
         request=s.WindowInputSerializer,
         responses={201: s.WindowSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["post"], url_path="windows")
+    @action(detail=True, methods=["get", "post"], url_path="windows", pagination_class=None)
     def windows(self, request: Request, public_id: str) -> Response:
-        return self.add_window(request)
+        return self.list_windows() if request.method == "GET" else self.add_window(request)
 
     @extend_schema(
         methods=["GET"],
@@ -401,16 +419,18 @@ class IncidentViewSet(_EditableIncidentViewSet):
             first_update_at=data["first_update_at"],
         )
 
+    @extend_schema(methods=["GET"], **LIST_UPDATES)
     @extend_schema(
+        methods=["POST"],
         summary="Post a timeline update",
         description="Its status becomes the incident's; `resolved` resolves it (staff).",
         parameters=[ID_PARAMETER],
         request=s.UpdateCreateSerializer,
         responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["post"], url_path="updates")
+    @action(detail=True, methods=["get", "post"], url_path="updates", pagination_class=None)
     def updates(self, request: Request, public_id: str) -> Response:
-        return self.post_update(request)
+        return self.list_updates() if request.method == "GET" else self.post_update(request)
 
     @extend_schema(
         summary="Resolve an incident",
@@ -424,14 +444,33 @@ class IncidentViewSet(_EditableIncidentViewSet):
         return self.resolve_incident(request)
 
     @extend_schema(
+        methods=["GET"],
+        summary="Get the incident report",
+        description="Its kind, status and sections; non-staff callers see it once published.",
+        parameters=[ID_PARAMETER],
+        responses={200: s.ReportSerializer, **errors(404, *READ_ERRORS)},
+    )
+    @extend_schema(
+        methods=["PATCH"],
+        summary="Edit report sections",
+        description="Send only the sections that change (staff). Send the report's `ETag` (from "
+        "its GET) as `If-Match` to refuse the write with 412 if it changed since.",
+        parameters=[ID_PARAMETER],
+        request=ReportSectionsSerializer,
+        responses={200: s.ReportSerializer, **errors(*EDIT_ERRORS)},
+    )
+    @extend_schema(
+        methods=["PUT"],
         summary="Write the incident report",
         description="Creates or edits the report (draft until published; staff).",
         parameters=[ID_PARAMETER],
         request=s.ReportSaveSerializer,
         responses={200: s.IncidentSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["put"])
+    @action(detail=True, methods=["get", "put", "patch"])
     def report(self, request: Request, public_id: str) -> Response:
+        if request.method != "PUT":
+            return self.report_sections(request)
         incident = self.get_object()
         data = self._input(s.ReportSaveSerializer)
         services.report_save(incident=incident, **data, actor=acting_user(request))
@@ -489,16 +528,18 @@ class MaintenanceViewSet(_EditableIncidentViewSet):
             scheduled_until=data["scheduled_until"],
         )
 
+    @extend_schema(methods=["GET"], **LIST_UPDATES)
     @extend_schema(
+        methods=["POST"],
         summary="Post a maintenance update",
         description="`in_progress`, `verifying`, or `completed` (which ends it; staff).",
         parameters=[ID_PARAMETER],
         request=s.UpdateCreateSerializer,
         responses={201: s.UpdateSerializer, **errors(*DETAIL_WRITE_ERRORS)},
     )
-    @action(detail=True, methods=["post"], url_path="updates")
+    @action(detail=True, methods=["get", "post"], url_path="updates", pagination_class=None)
     def updates(self, request: Request, public_id: str) -> Response:
-        return self.post_update(request)
+        return self.list_updates() if request.method == "GET" else self.post_update(request)
 
     @extend_schema(
         summary="End a maintenance",

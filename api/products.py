@@ -1,4 +1,5 @@
-"""The v1 resources of the catalogue: the overall status, products and locations."""
+"""The v1 resources of the catalogue: the overall status, products and locations (read by
+everyone, written by staff; product groups and the write inputs are in api/catalogue.py)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,34 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import viewsets
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import serializers as s
-from api.base import READ_ERRORS, APIMixin, errors
+from api.base import (
+    DETAIL_WRITE_ERRORS,
+    EDIT_ERRORS,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    APIMixin,
+    acting_user,
+    errors,
+)
+from api.catalogue import (
+    LocationWriteSerializer,
+    ProductWriteSerializer,
+    conflict_if_in_use,
+    delete_errors,
+    validated,
+)
 from api.permissions import ReadPublicWriteStaff, is_staff
-from incidents import selectors
+from incidents import selectors, services
 from incidents.models import Location, Product
 
 # --- Overall status ----------------------------------------------------------------------------
@@ -51,20 +69,42 @@ class OverallStatusView(APIMixin, APIView):
 
 # --- Products and locations ---------------------------------------------------------------------
 
+SLUG_PARAMETER = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The product's slug or id.")
+NAME_PARAMETER = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The location's name.")
+IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with 412 if it changed since."
+
 
 @extend_schema_view(
     list=extend_schema(
         summary="List products",
-        description="Public products for everyone; staff tokens also see staff-only products.",
+        description="Public products for everyone; staff tokens also see staff-only and archived products.",
         responses={200: s.ProductSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
     ),
     retrieve=extend_schema(
         summary="Get a product",
         description="By slug (`gmail`) or by id; both name the same product.",
-        parameters=[
-            OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The product's slug or id.")
-        ],
+        parameters=[SLUG_PARAMETER],
         responses={200: s.ProductSerializer, **errors(404, *READ_ERRORS)},
+    ),
+    create=extend_schema(
+        summary="Create a product (staff)",
+        request=ProductWriteSerializer,
+        responses={201: s.ProductSerializer, **errors(*WRITE_ERRORS)},
+    ),
+    partial_update=extend_schema(
+        summary="Change a product (staff)",
+        description="Send only what changes." + IF_MATCH,
+        parameters=[SLUG_PARAMETER],
+        request=ProductWriteSerializer,
+        responses={200: s.ProductSerializer, **errors(*EDIT_ERRORS)},
+    ),
+    destroy=extend_schema(
+        summary="Delete a product (staff)",
+        description="Only a product nothing refers to: one with impact windows answers 409, "
+        "archive it instead (`POST .../archive/`)." + IF_MATCH,
+        parameters=[SLUG_PARAMETER],
+        request=None,
+        responses={204: None, **delete_errors()},
     ),
 )
 class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -72,6 +112,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = s.ProductSerializer
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Product]:
         if is_staff(self.request):
@@ -96,6 +137,56 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(ProductViewSet, self).retrieve(request, *args, **kwargs))
 
+    def _answer(self, product: Product, code: int = status.HTTP_200_OK) -> Response:
+        fresh = Product.objects.select_related("group").get(pk=product.pk)
+        return Response(self.get_serializer(fresh).data, status=code)
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = validated(ProductWriteSerializer, request.data)
+        product = services.product_create(**data, actor=acting_user(request))
+        response = self._answer(product, status.HTTP_201_CREATED)
+        response["Location"] = reverse("product-detail", args=[product.slug])
+        return response
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        product = self.get_object()
+        changes = validated(ProductWriteSerializer, request.data, partial=True)
+        services.product_edit(product=product, changes=changes, actor=acting_user(request))
+        return self._answer(product)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        product = self.get_object()
+        with conflict_if_in_use():
+            services.product_delete(product=product, actor=acting_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        summary="Archive a product (staff)",
+        description="Retires it: it leaves the status page and takes no new impact, while the "
+        "incidents that had impact on it keep their history. Refused while it has open impact.",
+        parameters=[SLUG_PARAMETER],
+        request=None,
+        responses={200: s.ProductSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    def archive(self, request: Request, slug: str) -> Response:
+        product = services.product_archive(product=self.get_object(), actor=acting_user(request))
+        return self._answer(product)
+
+    @extend_schema(
+        summary="Restore an archived product (staff)",
+        description="Back on the status page (if public), open to impact again.",
+        parameters=[SLUG_PARAMETER],
+        request=None,
+        responses={200: s.ProductSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+    )
+    @action(detail=True, methods=["post"])
+    def restore(self, request: Request, slug: str) -> Response:
+        product = services.product_archive(
+            product=self.get_object(), archived=False, actor=acting_user(request)
+        )
+        return self._answer(product)
+
 
 @extend_schema_view(
     list=extend_schema(
@@ -104,8 +195,28 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     ),
     retrieve=extend_schema(
         summary="Get a location",
-        parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH, description="The location's name.")],
+        parameters=[NAME_PARAMETER],
         responses={200: s.LocationSerializer, **errors(404, *READ_ERRORS)},
+    ),
+    create=extend_schema(
+        summary="Create a location (staff)",
+        request=LocationWriteSerializer,
+        responses={201: s.LocationSerializer, **errors(*WRITE_ERRORS)},
+    ),
+    partial_update=extend_schema(
+        summary="Change a location (staff)",
+        description="Send only what changes; a location cannot move inside itself." + IF_MATCH,
+        parameters=[NAME_PARAMETER],
+        request=LocationWriteSerializer,
+        responses={200: s.LocationSerializer, **errors(*EDIT_ERRORS)},
+    ),
+    destroy=extend_schema(
+        summary="Delete a location (staff)",
+        description="Only a location nothing refers to: impact windows or locations inside it "
+        "answer 409." + IF_MATCH,
+        parameters=[NAME_PARAMETER],
+        request=None,
+        responses={204: None, **delete_errors()},
     ),
 )
 class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -113,7 +224,30 @@ class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = s.LocationSerializer
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = Location.objects.select_related("parent").order_by("name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(LocationViewSet, self).list(request, *args, **kwargs))
+
+    def _answer(self, location: Location, code: int = status.HTTP_200_OK) -> Response:
+        return Response(self.get_serializer(self.queryset.get(pk=location.pk)).data, status=code)
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = validated(LocationWriteSerializer, request.data)
+        location = services.location_create(**data, actor=acting_user(request))
+        response = self._answer(location, status.HTTP_201_CREATED)
+        response["Location"] = reverse("location-detail", args=[location.name])
+        return response
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        location = self.get_object()
+        changes = validated(LocationWriteSerializer, request.data, partial=True)
+        location = services.location_edit(location=location, changes=changes, actor=acting_user(request))
+        return self._answer(location)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        location = self.get_object()
+        with conflict_if_in_use():
+            services.location_delete(location=location, actor=acting_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)

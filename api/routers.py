@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework.routers import DefaultRouter
 
-from api import credits, incidents, subscribers
+from api import catalogue, credits, incidents, subscribers, templates
 from api.base import APIRoot
 
 
@@ -21,4 +21,8 @@ def build_router() -> V1Router:
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
     credits.register(router)  # customers, sla-policies, credit-notices (staff)
     subscribers.register(router)  # subscribers (staff, read only)
+    # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)
+    router.register("product-groups", catalogue.ProductGroupViewSet, basename="product-group")
+    router.register("templates", templates.TemplateViewSet, basename="template")
+    # --- end catalogue
     return router

@@ -105,6 +105,7 @@ class ProductSerializer(serializers.ModelSerializer):
             "position",
             "status",
             "is_public",
+            "archived_at",
             "created_at",
             "updated_at",
         ]
@@ -357,7 +358,12 @@ class IncidentCreateSerializer(StrictSerializer):
     title = single_line()
     summary = text(required=False, allow_blank=True, default="")
     body = text(required=False, allow_blank=True, default="", help_text="First timeline entry (Markdown).")
-    impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.MINOR)
+    impact = serializers.ChoiceField(
+        choices=Incident.Impact.choices,
+        required=False,
+        help_text="Default: what the worst window level implies (`degraded_performance` minor, "
+        "`partial_outage` major, `major_outage` critical), `none` without windows; as in the console.",
+    )
     status = serializers.ChoiceField(choices=OPEN_INCIDENT_STATUSES, default=Incident.Status.INVESTIGATING)
     started_at = serializers.DateTimeField(
         required=False,
@@ -389,7 +395,11 @@ class MaintenanceCreateSerializer(StrictSerializer):
     title = single_line()
     summary = text(required=False, allow_blank=True, default="")
     body = text(required=False, allow_blank=True, default="")
-    impact = serializers.ChoiceField(choices=Incident.Impact.choices, default=Incident.Impact.NONE)
+    impact = serializers.ChoiceField(
+        choices=Incident.Impact.choices,
+        required=False,
+        help_text="Default: what the worst window level implies (`none` for maintenance windows).",
+    )
     status = serializers.ChoiceField(choices=OPEN_MAINTENANCE_STATUSES, default=Incident.Status.SCHEDULED)
     scheduled_for = serializers.DateTimeField(help_text=PLANNED_TIME)
     scheduled_until = serializers.DateTimeField(help_text=f"Not before `scheduled_for`. {PLANNED_TIME}")

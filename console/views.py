@@ -154,12 +154,11 @@ def _declare(request: HttpRequest, form: DeclareForm) -> Incident | None:
         for product, level, locations in affected
         for location in locations
     ]
-    impact = data["impact"] or services.impact_for_levels(level for _, level, _ in affected)
     try:
         return services.incident_declare(
             title=data["title"],
             status=data["status"],
-            impact=impact,
+            impact=data["impact"] or None,  # none chosen: the service follows the worst level
             started_at=started_at,
             detected_at=data["detected_at"],
             body=data["body"],

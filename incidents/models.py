@@ -149,6 +149,10 @@ class Product(models.Model):
         ProductGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="products"
     )
     is_public = models.BooleanField(default=True, help_text="Shown on the public page and public API.")
+    # Retired from the catalogue: off the status page and closed to new impact, while the
+    # incidents that had impact on it keep telling their history (a product with history
+    # is archived, never deleted).
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Moves (in the write's transaction) whenever anything the product's public row shows
     # changes: its fields or the counted impact on it. Caches key on it.
     public_version = models.PositiveBigIntegerField(default=0, editable=False)
@@ -591,3 +595,6 @@ class HistoryCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.month:%Y-%m} ({self.zone}): {self.count}"
+
+
+import incidents.message_templates  # noqa: E402, F401  (registers the templates with this app)

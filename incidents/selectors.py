@@ -91,7 +91,7 @@ def worst_level(levels: Iterable[str]) -> str:
 
 def products_public() -> QuerySet[Product]:
     return (
-        Product.objects.filter(is_public=True)
+        Product.objects.filter(is_public=True, archived_at__isnull=True)
         .select_related("group")
         .order_by("group__position", "group__name", "position", "name")
     )

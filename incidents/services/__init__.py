@@ -6,7 +6,7 @@ per-field messages, and leave side effects (the public version bump, subscriber 
 to after the commit (docs/adr/0009-one-write-path.md).
 """
 
-from incidents.services._common import WindowSpec
+from incidents.services._common import InUse, WindowSpec
 from incidents.services.action_items import (
     ActionItemChange,
     ActionItemRejected,
@@ -18,6 +18,7 @@ from incidents.services.catalogue import (
     location_create,
     location_delete,
     location_edit,
+    product_archive,
     product_create,
     product_delete,
     product_edit,
@@ -37,7 +38,7 @@ from incidents.services.incidents import (
     incident_post_update_with_levels,
     incident_resolve,
 )
-from incidents.services.publishing import incident_publish
+from incidents.services.publishing import incident_draft_delete, incident_publish
 from incidents.services.reports import (
     ReportRejected,
     report_publish,
@@ -45,6 +46,7 @@ from incidents.services.reports import (
     report_save_with_action_items,
     report_set_status,
 )
+from incidents.services.templates import template_delete, template_save
 from incidents.services.updates import incident_levels_change, incident_update_edit
 from incidents.services.windows import (
     LEVEL_CHOICES,
@@ -65,6 +67,7 @@ __all__ = [
     "ActionItemChange",
     "ActionItemRejected",
     "DuplicateTitle",
+    "InUse",
     "LevelSpec",
     "ReportRejected",
     "WindowSpec",
@@ -79,6 +82,7 @@ __all__ = [
     "impact_window_edit",
     "incident_declare",
     "incident_delete",
+    "incident_draft_delete",
     "incident_edit",
     "incident_levels_change",
     "incident_open",
@@ -91,6 +95,7 @@ __all__ = [
     "location_create",
     "location_delete",
     "location_edit",
+    "product_archive",
     "product_create",
     "product_delete",
     "product_edit",
@@ -101,4 +106,6 @@ __all__ = [
     "report_save",
     "report_save_with_action_items",
     "report_set_status",
+    "template_delete",
+    "template_save",
 ]

@@ -54,6 +54,11 @@ class WindowSpec:
     description: str = ""
 
 
+class InUse(ValidationError):
+    """A delete refused because history (or other records) refers to the row: the
+    interfaces show it as any refusal; the API answers 409 Conflict."""
+
+
 def validate_window(
     *,
     level: str,
@@ -64,6 +69,8 @@ def validate_window(
 ) -> None:
     if product is None:
         raise ValidationError({"product": "Choose the affected product."})
+    if product.archived_at is not None:
+        raise ValidationError({"product": f"{product.name} is archived: restore it to change impact on it."})
     if level not in ImpactWindow.Level.values:
         raise ValidationError({"level": f"Unknown impact level {level!r}."})
     if started_at is None:

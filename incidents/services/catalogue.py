@@ -2,7 +2,8 @@
 
 They are configuration, but every one of them shows on the public page, so each write
 here bumps the public version (the admin used to save them directly and bump the cache
-itself).
+itself). What history refers to is never deleted: the delete raises `InUse`, and a
+product with history is archived instead.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any, TypeVar
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.db.models import ProtectedError, RestrictedError
+from django.utils import timezone
 
 from core import roles
 from core.text import check_range, clean_single_line, clean_text
@@ -19,7 +22,7 @@ from edge import version as public_cache
 from incidents.history_counts import history_counts_rebuild
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Location, Product, ProductGroup
-from incidents.services._common import products_changed
+from incidents.services._common import InUse, products_changed
 
 M = TypeVar("M", bound=models.Model)
 
@@ -71,11 +74,43 @@ def product_edit(*, product: Product, changes: dict[str, Any], actor: User | Non
     return product
 
 
+def _delete(instance: models.Model, *, what: str, instead: str) -> None:
+    """Delete, or raise `InUse` naming what still refers to it (PROTECT or RESTRICT)."""
+    try:
+        with transaction.atomic():
+            type(instance)._default_manager.filter(pk=instance.pk).delete()
+    except (ProtectedError, RestrictedError) as refused:
+        kinds = sorted({str(obj._meta.verbose_name_plural) for obj in refused.args[1]})
+        raise InUse(f"{what} cannot be deleted: {', '.join(kinds)} refer to it. {instead}") from None
+
+
 @transaction.atomic
 def product_delete(*, product: Product, actor: User | None = None) -> None:
+    """Delete a product nothing refers to; one with impact windows is archived instead."""
     roles.check(actor, "incident.edit")
-    Product.objects.filter(pk=product.pk).delete()
+    if ImpactWindow.objects.filter(product=product).exists():
+        raise InUse(
+            f"{product.name} has impact windows in its history and cannot be deleted: "
+            "archive it instead (it leaves the status page and its history stays)."
+        )
+    _delete(product, what=product.name, instead="Archive it instead.")
     public_cache.public_state_changed()
+
+
+@transaction.atomic
+def product_archive(*, product: Product, archived: bool = True, actor: User | None = None) -> Product:
+    """Retire a product from the catalogue (or bring it back): it leaves the status page
+    and takes no new impact; the incidents that had impact on it keep their history."""
+    roles.check(actor, "incident.edit")
+    product = Product.objects.select_for_update().get(pk=product.pk)
+    if archived and ImpactWindow.objects.filter(product=product, ended_at__isnull=True).exists():
+        raise ValidationError({"archived": f"{product.name} has open impact: end it before archiving."})
+    if (product.archived_at is not None) != archived:
+        product.archived_at = timezone.now() if archived else None
+        product.save(update_fields=["archived_at", "updated_at"])
+        products_changed([product.pk])
+        public_cache.public_state_changed()
+    return product
 
 
 @transaction.atomic
@@ -129,6 +164,7 @@ def location_edit(*, location: Location, changes: dict[str, Any], actor: User | 
 @transaction.atomic
 def location_delete(*, location: Location, actor: User | None = None) -> None:
     roles.check(actor, "incident.edit")
-    products_changed(ImpactWindow.objects.filter(location=location).values_list("product_id", flat=True))
-    Location.objects.filter(pk=location.pk).delete()
+    if ImpactWindow.objects.filter(location=location).exists():
+        raise InUse(f"{location.name} has impact windows in its history and cannot be deleted.")
+    _delete(location, what=location.name, instead="Move or delete what refers to it first.")
     public_cache.public_state_changed()

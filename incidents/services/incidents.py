@@ -170,7 +170,7 @@ def _create_windows(incident: Incident, windows: list[tuple[WindowSpec, tuple[st
 def incident_open(
     *,
     title: str,
-    impact: str = Incident.Impact.MINOR,
+    impact: str | None = None,
     started_at: datetime | None = None,
     summary: str = "",
     body: str = "",
@@ -192,9 +192,14 @@ def incident_open(
 
     No double-submit guard: the staff interfaces call `incident_declare`; this is also
     the write of alert-fed drafts and of the demo data.
+
+    Without an `impact`, the worst level of the windows sets it (none without windows):
+    the one rule of the console and the API.
     """
     roles.check(created_by, "incident.declare")
     title = clean_single_line(title, field="title")
+    if impact is None:
+        impact = impact_for_levels(spec.level for spec in windows)
     status = _opening_status(kind=kind, impact=impact, status=status)
     started_at = _opening_start(
         kind=kind,

@@ -10,7 +10,8 @@ from edge import version as public_cache
 from incidents import events
 from incidents.history_counts import history_counts_refresh_incident
 from incidents.models import Incident
-from incidents.services._common import impact_changed
+from incidents.services._common import InUse, impact_changed
+from incidents.services.incidents import incident_delete
 
 
 @transaction.atomic
@@ -38,3 +39,14 @@ def incident_publish(*, incident: Incident, actor: User | None = None) -> Incide
     history_counts_refresh_incident(incident)
     public_cache.public_state_changed()
     return incident
+
+
+@transaction.atomic
+def incident_draft_delete(*, incident: Incident, actor: User | None = None) -> None:
+    """Discard a draft (with its windows, timeline and alert group). A public incident is
+    history subscribers and the page have seen: it is corrected, never deleted here."""
+    roles.check(actor, "incident.edit")
+    incident = Incident.objects.select_for_update().get(pk=incident.pk)
+    if incident.is_public:
+        raise InUse("Only a draft can be deleted: this incident is public. Correct it instead.")
+    incident_delete(incident=incident, actor=actor)

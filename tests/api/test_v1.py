@@ -61,7 +61,8 @@ def test_it_lists_public_products_with_status(anon: Client, world: World) -> Non
     assert by_slug["gmail"]["status"] == "operational"
     assert by_slug["gmail"]["group"] == "Workspace"
     assert set(by_slug["gmail"]) == {
-        "id", "slug", "name", "description", "group", "position", "status", "is_public", "created_at", "updated_at",
+        "id", "slug", "name", "description", "group", "position", "status", "is_public", "archived_at",
+        "created_at", "updated_at",
     }  # fmt: skip
 
 

@@ -128,7 +128,8 @@ def test_an_update_with_levels_is_one_transaction_and_resolving_closes_everythin
         display_at=utc(2026, 11, 30, 18, 30),
     )
     incident.refresh_from_db()
-    assert (incident.status, incident.impact) == ("monitoring", "minor")
+    # Opened without an impact, it took its major outage's (critical), the worst it reached.
+    assert (incident.status, incident.impact) == ("monitoring", "critical")
     with pytest.raises(ValidationError) as refused:
         # Resolving ends every impact: a level still out is a contradiction, not ignored.
         services.incident_post_update_with_levels(

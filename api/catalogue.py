@@ -1,0 +1,218 @@
+"""The v1 catalogue writes: the input of products and locations (whose viewsets are in
+api/products.py), product groups, and the 409 a delete answers when history refers to
+what it would remove (docs/api.md, "Managing the catalogue")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
+
+from api import serializers as s
+from api.base import (
+    EDIT_ERRORS,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    APIMixin,
+    acting_user,
+    errors,
+)
+from api.permissions import ReadPublicWriteStaff, is_staff
+from incidents import services
+from incidents.models import Location, ProductGroup
+
+# --- Refusals ------------------------------------------------------------------------------
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "History refers to this resource, so it cannot be deleted."
+    default_code = "in_use"
+
+
+@contextmanager
+def conflict_if_in_use() -> Iterator[None]:
+    """A service's `InUse` refusal (history refers to the row) as a 409 with its message."""
+    try:
+        yield
+    except services.InUse as refused:
+        raise Conflict(" ".join(refused.messages)) from None
+
+
+def validated(serializer_class: type[Serializer], data: Any, *, partial: bool = False) -> dict[str, Any]:
+    serializer = serializer_class(data=data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+IN_USE = OpenApiResponse(
+    s.ErrorSerializer,
+    description="History refers to it (`code: in_use`); the message says what to do instead "
+    "(a product with impact windows is archived).",
+)
+
+
+def delete_errors() -> dict[int, OpenApiResponse]:
+    return {**errors(*EDIT_ERRORS), 409: IN_USE}
+
+
+# --- Input -----------------------------------------------------------------------------------
+
+POSITION = serializers.IntegerField(
+    min_value=0, max_value=2**31 - 1, required=False, help_text="Order on the page (ascending)."
+)
+
+
+class ProductWriteSerializer(s.StrictSerializer):
+    """A product's fields; on PATCH send only what changes."""
+
+    name = s.single_line(max_length=100)
+    slug = serializers.SlugField(max_length=100, help_text="Its address in URLs, windows and filters.")
+    description = s.text(required=False, allow_blank=True, help_text="Markdown.")
+    group = serializers.SlugRelatedField(
+        slug_field="name",
+        queryset=ProductGroup.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="The group's name; null for none.",
+    )
+    position = POSITION
+    is_public = serializers.BooleanField(required=False, help_text="Default true; false: staff only.")
+
+
+class ProductGroupSerializer(serializers.ModelSerializer):
+    products = serializers.SerializerMethodField(help_text="Its products' slugs, in page order.")
+
+    class Meta:
+        model = ProductGroup
+        fields = ["id", "name", "position", "products", "created_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_products(self, group: ProductGroup) -> list[str]:
+        # Non-staff see the public, current products only, as in the product list.
+        products = group.products.order_by("position", "name")
+        if not self.context.get("is_staff"):
+            products = products.filter(is_public=True, archived_at__isnull=True)
+        return list(products.values_list("slug", flat=True))
+
+
+class ProductGroupWriteSerializer(s.StrictSerializer):
+    name = s.single_line(max_length=100)
+    position = POSITION
+
+
+class LocationWriteSerializer(s.StrictSerializer):
+    name = serializers.SlugField(max_length=64, help_text="e.g. `us-central1` or `us-central1-b`.")
+    display_name = s.single_line(max_length=100, required=False, allow_blank=True)
+    kind = serializers.ChoiceField(
+        choices=Location.Kind.choices, required=False, help_text="Default `region`."
+    )
+    # Declared fields leave the class (DRF's metaclass), so `parent` shadows nothing.
+    parent = serializers.SlugRelatedField(  # type: ignore[assignment]
+        slug_field="name",
+        queryset=Location.objects.all(),
+        required=False,
+        allow_null=True,
+        help_text="The enclosing location's name; null for none.",
+    )
+
+
+# --- Product groups ------------------------------------------------------------------------
+
+GROUP_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The group's id.")
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List product groups",
+        responses={200: ProductGroupSerializer(many=True), **errors(400, 404, *READ_ERRORS)},
+    ),
+    retrieve=extend_schema(
+        summary="Get a product group",
+        parameters=[GROUP_ID],
+        responses={200: ProductGroupSerializer, **errors(404, *READ_ERRORS)},
+    ),
+    create=extend_schema(
+        summary="Create a product group (staff)",
+        request=ProductGroupWriteSerializer,
+        responses={201: ProductGroupSerializer, **errors(*WRITE_ERRORS)},
+    ),
+    partial_update=extend_schema(
+        summary="Change a product group (staff)",
+        description="Send only what changes. Send the group's `ETag` as `If-Match` to refuse "
+        "the write with 412 if it changed since.",
+        parameters=[GROUP_ID],
+        request=ProductGroupWriteSerializer,
+        responses={200: ProductGroupSerializer, **errors(*EDIT_ERRORS)},
+    ),
+    destroy=extend_schema(
+        summary="Delete a product group (staff)",
+        description="Its products stay, ungrouped; nothing in the history refers to a group.",
+        parameters=[GROUP_ID],
+        request=None,
+        responses={204: None, **errors(*EDIT_ERRORS)},
+    ),
+)
+class ProductGroupViewSet(APIMixin, viewsets.ModelViewSet):
+    permission_classes = [ReadPublicWriteStaff]
+    serializer_class = ProductGroupSerializer
+    lookup_value_regex = "[0-9]+"
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+    queryset = ProductGroup.objects.order_by("position", "name")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.cached(lambda: super(ProductGroupViewSet, self).list(request, *args, **kwargs))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.cached(lambda: super(ProductGroupViewSet, self).retrieve(request, *args, **kwargs))
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "is_staff": is_staff(self.request)}
+
+    def _answer(self, group: ProductGroup, code: int = status.HTTP_200_OK) -> Response:
+        return Response(self.get_serializer(group).data, status=code)
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = validated(ProductGroupWriteSerializer, request.data)
+        group = services.product_group_create(**data, actor=acting_user(request))
+        response = self._answer(group, status.HTTP_201_CREATED)
+        response["Location"] = reverse("product-group-detail", args=[group.pk])
+        return response
+
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        group = self.get_object()
+        changes = validated(ProductGroupWriteSerializer, request.data, partial=True)
+        group = services.product_group_edit(group=group, changes=changes, actor=acting_user(request))
+        return self._answer(group)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        group = self.get_object()
+        with conflict_if_in_use():
+            services.product_group_delete(group=group, actor=acting_user(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+__all__ = [
+    "Conflict",
+    "LocationWriteSerializer",
+    "ProductGroupSerializer",
+    "ProductGroupViewSet",
+    "ProductWriteSerializer",
+    "conflict_if_in_use",
+    "delete_errors",
+    "validated",
+]
