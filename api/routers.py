@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework.routers import DefaultRouter
 
-from api import credits, incidents, subscribers
+from api import alert_integrations, credits, customers, incidents, sla_policies, subscribers
 from api.base import APIRoot
 
 
@@ -19,6 +19,14 @@ def build_router() -> V1Router:
     router.register("incidents", incidents.IncidentViewSet, basename="incident")
     router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
-    credits.register(router)  # customers, sla-policies, credit-notices (staff)
+    credits.register(router)  # credit-notices (staff)
     subscribers.register(router)  # subscribers (staff, read only)
+    # --- Issue 31, administration: customers, SLA policies, alert integrations and rules ---
+    router.register("customers", customers.CustomerViewSet, basename="customer")
+    router.register("sla-policies", sla_policies.SLAPolicyViewSet, basename="sla-policy")
+    router.register(
+        "alert-integrations", alert_integrations.AlertIntegrationViewSet, basename="alert-integration"
+    )
+    router.register("alert-rules", alert_integrations.AlertRuleViewSet, basename="alert-rule")
+    # --- end of the administration block ---
     return router

@@ -25,6 +25,12 @@ API_TAGS = [
         "name": "credit-notices",
         "description": "Monthly SLA credit notices: compute, approve, cancel (staff).",
     },
+    # Issue 31, administration.
+    {
+        "name": "alert-integrations",
+        "description": "Alert senders (Alertmanager, Grafana, generic) and their secrets (staff).",
+    },
+    {"name": "alert-rules", "description": "How alert labels map to products and levels (staff)."},
     {"name": "subscribers", "description": "Email and webhook subscribers (staff, read only)."},
     {
         "name": "statuspage-v2",
@@ -51,4 +57,5 @@ ENUM_NAME_OVERRIDES = {
     "LevelEnum": "incidents.models.ImpactLevel",
     "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
     "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
+    "IntegrationKindEnum": "alerts.models.IntegrationKind",
 }
