@@ -20,9 +20,8 @@ for a visitor with no cookie, which stops shared caches from sharing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import UTC
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('api', '0002_legacy_tokens_to_api_keys'),
+        ("api", "0002_legacy_tokens_to_api_keys"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apikey',
-            name='expires_at',
+            model_name="apikey",
+            name="expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
     ]
