@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -35,12 +36,35 @@ EDIT_ERRORS = errors(400, 401, 403, 404, 412, 429)
 INT4 = 2**31 - 1
 
 
+# What the services take (alerts.services.rules): label names, values of one line, and a
+# comma-separated list of label names. Said here too so that the schema carries them.
+LABEL_NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,99}"
+ONE_LINE_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+ONE_LINE = RegexValidator(ONE_LINE_PATTERN, "One line of text.", code="invalid")
+LOCATION_LABELS = RegexValidator(
+    rf"^ *(?:{LABEL_NAME})?(?: *, *(?:{LABEL_NAME})?)* *$",
+    "Label names separated by commas, e.g. zone,region.",
+    code="invalid",
+)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "propertyNames": {"pattern": f"^{LABEL_NAME}$"},
+        "additionalProperties": {"type": "string", "maxLength": 200, "pattern": ONE_LINE_PATTERN},
+    }
+)
+class MatchersField(serializers.DictField):
+    """Label name to value; the names' rule is checked by the service (a 400 naming `matchers`)."""
+
+
 class RuleSerializer(StrictSerializer, serializers.ModelSerializer):
     integration = serializers.PrimaryKeyRelatedField(
         queryset=Integration.objects.all(), help_text="Set on create; a rule does not move."
     )
-    matchers = serializers.DictField(
-        child=serializers.CharField(max_length=200),
+    matchers = MatchersField(
+        child=serializers.CharField(max_length=200, allow_blank=True, validators=[ONE_LINE]),
         required=False,
         help_text='Labels that must all be equal, e.g. {"service": "storage"}. Empty for the default rule.',
     )
@@ -48,7 +72,13 @@ class RuleSerializer(StrictSerializer, serializers.ModelSerializer):
     location = serializers.SlugRelatedField(
         slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
     )
-    location_labels = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    location_labels = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        validators=[LOCATION_LABELS],
+        help_text="Labels whose value names a location, most specific first (e.g. zone,region).",
+    )
     level = serializers.ChoiceField(choices=ImpactLevel.choices, required=False)
     impact = serializers.ChoiceField(choices=IncidentImpact.choices, required=False)
 
