@@ -2,7 +2,7 @@
 
 An `Authorization` header is never ignored. A key sent as `Authorization: Bearer <key>`
 or `Authorization: Token <key>` authenticates; any other scheme, a malformed header or
-an unknown or revoked key is a 401 that says which schemes we take. (Before, a Bearer
+an unknown, revoked or expired key is a 401 that says which schemes we take. (Before, a Bearer
 header was silently anonymous on reads: a caller saw public data and thought it was all.)
 
 Keys are the named, scoped, hashed `api.models.ApiKey` (the old clear-text DRF tokens
@@ -20,9 +20,11 @@ for a visitor with no cookie, which stops shared caches from sharing.
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
@@ -78,6 +80,12 @@ class ApiKeyAuthentication(BaseAuthentication):
         if key is not None:
             if not key.is_active:
                 raise exceptions.AuthenticationFailed("This API key has been revoked.")
+            if key.is_expired(timezone.now()):
+                assert key.expires_at is not None
+                raise exceptions.AuthenticationFailed(
+                    f"This API key expired at {key.expires_at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}: "
+                    "create a new one."
+                )
             if not key.user.is_active:
                 raise exceptions.AuthenticationFailed("The user of this API key is inactive.")
             services.api_key_touch(key=key)

@@ -1,4 +1,5 @@
-"""Staff API for SLA credits: customers, SLA policies, credit notices (+ compute, approve).
+"""Staff API for SLA credits: credit notices (+ compute, approve), and the statement shapes
+that api/customers.py serves (customers and SLA policies live in their own modules).
 
 Registered on the v1 router by `register(router)` (see api/urls.py). Every
 endpoint is staff-only (401 without a token, 403 for non-staff) and every write goes
@@ -7,18 +8,14 @@ through `credits.services`, as the admin does.
 
 from __future__ import annotations
 
-import re
-from decimal import Decimal
 from typing import Any
-from zoneinfo import available_timezones
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import RegexValidator
-from django.db.models import Prefetch, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,11 +24,10 @@ from rest_framework.routers import BaseRouter
 from api.base import APIMixin, acting_user, errors
 from api.filters import StrictQuery
 from api.permissions import StaffOnly
-from api.serializers import SINGLE_LINE, StrictSerializer, single_line, text
+from api.serializers import StrictSerializer
 from credits import confirm, exports, services, sla
 from credits import selectors as credit_selectors
-from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, NoticeState, SLAPolicy
-from incidents.models import Location, Product
+from credits.models import CreditNotice, NoticeState
 
 STAFF_ERRORS = errors(400, 401, 403, 404, 429)
 # Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
@@ -47,77 +43,11 @@ PERIOD = RegexValidator(
 )
 
 
-# outbox.clean_addresses takes plain addresses only: none of the characters of a display
-# name or a list, which Django's email check would let through in a local part.
-PLAIN_ADDRESS = RegexValidator(r"^[^,;<>\"'() ]+$", "A plain email address.", code="invalid")
-
-
-# IANA zone names, less the POSIX-style offsets (`Etc/GMT+5` is UTC-5, `GMT-0`, `GMT+0`):
-# their signs are the reverse of what they read as, and as enum members they collide with
-# each other (GMT+0, GMT-0 and GMT0 are one name once the sign is dropped).
-API_TIME_ZONES = sorted(zone for zone in available_timezones() if not re.search(r"[+-][0-9]", zone))
-
-
 def period_field(**kwargs: Any) -> serializers.CharField:
     return serializers.CharField(max_length=7, validators=[PERIOD], **kwargs)
 
 
 # --- Serializers (shape only; rules live in the services) ------------------------------------------
-
-
-class TierSerializer(StrictSerializer, serializers.ModelSerializer):
-    class Meta:
-        model = CreditTier
-        fields = ["below", "credit"]
-
-
-class SLAPolicySerializer(StrictSerializer, serializers.ModelSerializer):
-    name = single_line(max_length=100, help_text="Unique.")
-    description = text(required=False, allow_blank=True)
-    time_zone = serializers.ChoiceField(
-        choices=API_TIME_ZONES,
-        default="US/Pacific",
-        help_text="Calendar months are measured in this time zone.",
-    )
-    tiers = TierSerializer(many=True, help_text="At most one tier per `below` threshold.")
-
-    class Meta:
-        model = SLAPolicy
-        fields = ["id", *services.POLICY_FIELDS, "tiers"]
-        read_only_fields = ["id"]
-        # The database refuses a target of 0 (a promise of nothing).
-        extra_kwargs = {
-            "target": {"min_value": Decimal("0.001")},
-            # PositiveIntegerField: an int4 column on PostgreSQL.
-            "claim_window_days": {"max_value": 2**31 - 1},
-            "min_downtime_minutes": {"max_value": 2**31 - 1},
-        }
-
-
-class EntitlementSerializer(StrictSerializer):
-    product = serializers.SlugRelatedField(slug_field="slug", queryset=Product.objects.all())
-    location = serializers.SlugRelatedField(
-        slug_field="name", queryset=Location.objects.all(), required=False, allow_null=True
-    )
-    policy = serializers.PrimaryKeyRelatedField(
-        queryset=SLAPolicy.objects.all(), required=False, allow_null=True
-    )
-
-
-class CustomerSerializer(StrictSerializer, serializers.ModelSerializer):
-    name = single_line(max_length=200)
-    billing_emails = serializers.ListField(
-        child=serializers.EmailField(max_length=254, validators=[PLAIN_ADDRESS]), min_length=1, max_length=50
-    )
-    currency = serializers.CharField(
-        max_length=3, validators=[SINGLE_LINE], required=False, help_text="Stored in capitals."
-    )
-    entitlements = EntitlementSerializer(many=True, required=False)
-
-    class Meta:
-        model = Customer
-        fields = ["id", *services.CUSTOMER_FIELDS, "entitlements"]
-        read_only_fields = ["id"]
 
 
 class NoticeSerializer(serializers.ModelSerializer):
@@ -290,118 +220,6 @@ class NoticeFilterSerializer(StrictQuery):
 
 @extend_schema_view(
     list=extend_schema(
-        summary="List customers (staff)", responses={200: CustomerSerializer(many=True), **STAFF_ERRORS}
-    ),
-    retrieve=extend_schema(summary="A customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}),
-    create=extend_schema(
-        summary="Create a customer (staff)", responses={201: CustomerSerializer, **STAFF_WRITE_ERRORS}
-    ),
-    partial_update=extend_schema(
-        summary="Update a customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}
-    ),
-)
-class CustomerViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
-):
-    permission_classes = [StaffOnly]
-    serializer_class = CustomerSerializer
-    query_serializers = {"statement": StatementQuerySerializer}
-    http_method_names = ["get", "post", "patch", "head", "options"]
-
-    def get_queryset(self) -> QuerySet[Customer]:
-        return Customer.objects.prefetch_related(
-            Prefetch(
-                "entitlements", queryset=CustomerEntitlement.objects.select_related("product", "location")
-            )
-        ).order_by("name", "id")
-
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        customer = services.customer_create(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("customer-detail", args=[customer.pk])},
-        )
-
-    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        customer = self.get_object()
-        serializer = self.get_serializer(customer, data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        services.customer_update(customer=customer, actor=acting_user(request), **serializer.validated_data)
-        return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
-
-    @extend_schema(
-        summary="A customer's monthly SLA statement (staff)",
-        description="Uptime per entitled product and location, and the month's credits. "
-        "`output=csv` answers text/csv.",
-        parameters=[
-            OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN),
-            OpenApiParameter("output", str, enum=["json", "csv"], required=False),
-        ],
-        responses={200: StatementSerializer, (200, "text/csv"): str, **STAFF_ERRORS},
-    )
-    @action(detail=True, methods=["get"], url_path="statement")
-    def statement(self, request: Request, pk: str | None = None) -> Response | HttpResponse:
-        params = self.validated_query(StatementQuerySerializer)
-        credit_selectors.statements_readable(actor=acting_user(request))
-        st = exports.statement(self.get_object(), sla.Period.parse(params["period"]))
-        if params["output"] == "csv":
-            response = HttpResponse(exports.statement_csv(st), content_type="text/csv; charset=utf-8")
-            response["Content-Disposition"] = f'attachment; filename="sla-statement-{pk}-{st.period}.csv"'
-            return response
-        return Response(StatementSerializer(st).data)
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List SLA policies (staff)", responses={200: SLAPolicySerializer(many=True), **STAFF_ERRORS}
-    ),
-    retrieve=extend_schema(
-        summary="An SLA policy (staff)", responses={200: SLAPolicySerializer, **STAFF_ERRORS}
-    ),
-    create=extend_schema(
-        summary="Create an SLA policy with its tiers (staff)",
-        responses={201: SLAPolicySerializer, **STAFF_WRITE_ERRORS},
-    ),
-)
-class SLAPolicyViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    viewsets.GenericViewSet,
-):
-    permission_classes = [StaffOnly]
-    serializer_class = SLAPolicySerializer
-    queryset = SLAPolicy.objects.prefetch_related("tiers").order_by("name")
-
-    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
-        tiers = [(Decimal(t["below"]), Decimal(t["credit"])) for t in data.pop("tiers")]
-        policy = services.policy_create(
-            tiers=tiers, weights=services.policy_weights(data), actor=acting_user(request), **data
-        )
-        return Response(
-            self.get_serializer(policy).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("sla-policy-detail", args=[policy.pk])},
-        )
-
-
-@extend_schema_view(
-    list=extend_schema(
         summary="List credit notices (staff)",
         parameters=[NoticeFilterSerializer],
         responses={200: NoticeSerializer(many=True), **STAFF_ERRORS},
@@ -516,6 +334,5 @@ class CreditNoticeViewSet(
 
 
 def register(router: BaseRouter) -> None:
-    router.register("customers", CustomerViewSet, basename="customer")
-    router.register("sla-policies", SLAPolicyViewSet, basename="sla-policy")
+    # Customers and SLA policies: api/customers.py and api/sla_policies.py.
     router.register("credit-notices", CreditNoticeViewSet, basename="credit-notice")

@@ -19,6 +19,9 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from drf_spectacular.utils import extend_schema
@@ -28,6 +31,7 @@ from rest_framework.response import Response
 
 from api import services
 from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
+from api.filters import StrictQuery
 from api.models import ApiKey
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line
@@ -96,9 +100,21 @@ def api_keys(request: HttpRequest) -> HttpResponse:
 
 
 class ApiKeySerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="user.get_username", read_only=True, help_text="The key's user.")
+
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "scope", "prefix", "created_at", "last_used_at", "revoked_at"]
+        fields = [
+            "id",
+            "name",
+            "scope",
+            "prefix",
+            "owner",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+            "revoked_at",
+        ]
         read_only_fields = fields
 
 
@@ -110,9 +126,43 @@ class NewApiKeySerializer(ApiKeySerializer):
         read_only_fields = fields
 
 
+class AwareDateTimeField(serializers.DateTimeField):
+    """A moment with its zone: `2027-01-01T00:00:00` (no zone) is a 400, not taken as UTC."""
+
+    def to_internal_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            parsed = parse_datetime(value.strip())
+            if parsed is not None and timezone.is_naive(parsed):
+                self.fail("naive")
+        return super().to_internal_value(value)
+
+    default_error_messages = {
+        **serializers.DateTimeField.default_error_messages,
+        "naive": "Give a time zone (e.g. 2027-01-01T00:00:00Z).",
+    }
+
+
 class ApiKeyCreateSerializer(StrictSerializer):
     name = single_line(max_length=100, help_text='What will use it, e.g. "deploy bot".')
-    scope = serializers.ChoiceField(choices=ApiKey.Scope.choices, default=ApiKey.Scope.READ)
+    scope = serializers.ChoiceField(
+        choices=ApiKey.Scope.choices,
+        default=ApiKey.Scope.READ,
+        help_text="`read`: staff reads only. `write`: reads and writes, within the owner's role.",
+    )
+    expires_at = AwareDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When the key stops working (401 after it): a future moment with its zone. "
+        "Omitted or null: never.",
+    )
+
+
+class ApiKeyListQuery(StrictQuery):
+    everyone = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Every user's keys, not only the caller's (needs the `users.manage` permission).",
+    )
 
 
 def _as_api_error(refused: PermissionDenied) -> exceptions.PermissionDenied:
@@ -120,26 +170,50 @@ def _as_api_error(refused: PermissionDenied) -> exceptions.PermissionDenied:
     return exceptions.PermissionDenied(str(refused))
 
 
+def key_for_revoke(actor: User, key_id: Any) -> ApiKey:
+    """The key this actor may revoke: its own, or anyone's with `users.manage`; else 404."""
+    if not roles.allowed(actor, "users.manage"):
+        return own_key(actor, key_id)
+    try:
+        return ApiKey.objects.select_related("user").get(pk=int(str(key_id)))
+    except (ValueError, ApiKey.DoesNotExist) as missing:
+        raise Http404("No such API key.") from missing
+
+
 class ApiKeyListView(APIMixin):
     permission_classes = [StaffOnly]
     pagination_class = None
+    # A plain APIView has no action name: its query parameters are filed under "".
+    query_serializers = {"": ApiKeyListQuery}
+
+    def get_query(self, request: Request) -> dict[str, Any]:
+        serializer = ApiKeyListQuery(data=request.query_params)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
 
     @extend_schema(
-        summary="Your API keys",
-        description="The keys of the caller (never the keys themselves, only their prefixes).",
-        responses={200: ApiKeySerializer(many=True), **errors(*STAFF_READ_ERRORS)},
+        summary="Your API keys (or everyone's, for administrators)",
+        description="The keys of the caller (never the keys themselves, only their prefixes). "
+        "`everyone=true` lists every user's keys and needs `users.manage` (Administrator).",
+        parameters=[ApiKeyListQuery],
+        responses={200: ApiKeySerializer(many=True), **errors(400, *STAFF_READ_ERRORS)},
         tags=["keys"],
     )
     def get(self, request: Request) -> Response:
-        keys = ApiKey.objects.filter(user=acting_user(request))
-        return Response(ApiKeySerializer(keys, many=True).data)
+        query = self.get_query(request)
+        try:
+            keys = services.api_keys_visible(actor=acting_user(request), everyone=query["everyone"])
+        except PermissionDenied as refused:
+            raise _as_api_error(refused) from refused
+        return Response(ApiKeySerializer(keys.select_related("user"), many=True).data)
 
     @extend_schema(
         summary="Create an API key",
         description=(
             "A new key for the caller, shown once in `key`. Needs the `apikey.manage` permission; "
             "a `write` key needs a role that writes. The key acts as its owner: it can never do "
-            "more than the owner's role allows at the time of use."
+            "more than the owner's role allows at the time of use. Give `expires_at` (a future "
+            "moment with its zone) for a key that stops working by itself."
         ),
         request=ApiKeyCreateSerializer,
         responses={201: NewApiKeySerializer, **errors(*WRITE_ERRORS)},
@@ -149,11 +223,17 @@ class ApiKeyListView(APIMixin):
         data = self.validated_body(request)
         user = acting_user(request)
         try:
-            new = services.api_key_create(user=user, name=data["name"], scope=data["scope"], actor=user)
+            new = services.api_key_create(
+                user=user,
+                name=data["name"],
+                scope=data["scope"],
+                actor=user,
+                expires_at=data.get("expires_at"),
+            )
         except PermissionDenied as refused:
             raise _as_api_error(refused) from refused
         body = {**ApiKeySerializer(new.key).data, "key": new.raw}
-        return Response(body, status=201)
+        return Response(body, status=201, headers={"Location": reverse("api-key-detail", args=[new.key.pk])})
 
     def validated_body(self, request: Request) -> dict[str, Any]:
         serializer = ApiKeyCreateSerializer(data=request.data)
@@ -167,11 +247,21 @@ class ApiKeyDetailView(APIMixin):
 
     def current_representation(self) -> Any:
         # For If-Match (APIMixin.check_if_match): the key as the list shows it.
-        return ApiKeySerializer(own_key(acting_user(self.request), self.kwargs["key_id"])).data
+        return ApiKeySerializer(key_for_revoke(acting_user(self.request), self.kwargs["key_id"])).data
+
+    @extend_schema(
+        summary="An API key",
+        description="One of the caller's keys (any user's for `users.manage`), never the key itself.",
+        responses={200: ApiKeySerializer, **errors(404, *STAFF_READ_ERRORS)},
+        tags=["keys"],
+    )
+    def get(self, request: Request, key_id: int) -> Response:
+        return Response(self.current_representation())
 
     @extend_schema(
         summary="Revoke an API key",
-        description="Revokes one of the caller's keys at once. Needs the `apikey.manage` permission.",
+        description="Revokes one of the caller's keys at once. Needs the `apikey.manage` permission; "
+        "revoking another user's key also needs `users.manage` (Administrator).",
         request=None,
         responses={204: None, **errors(*EDIT_ERRORS)},
         tags=["keys"],
@@ -180,7 +270,7 @@ class ApiKeyDetailView(APIMixin):
         user = acting_user(request)
         try:
             roles.check(user, "apikey.manage")  # before the lookup: a refusal, not a 404
-            key = own_key(user, key_id)
+            key = key_for_revoke(user, key_id)
             services.api_key_revoke(key=key, actor=user)
         except PermissionDenied as refused:
             raise _as_api_error(refused) from refused

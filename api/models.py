@@ -6,6 +6,8 @@ to the API's authentication, and a stored response only to the API's replay.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -28,6 +30,8 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Empty: the key never expires. Past it, the key is refused (401) like a revoked one.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = "API key"
@@ -44,6 +48,9 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def can_write(self) -> bool:

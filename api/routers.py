@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from rest_framework.routers import DefaultRouter
 
-from api import catalogue, credits, incidents, subscribers, templates
+from api import (
+    alert_integrations,
+    catalogue,
+    credits,
+    customers,
+    incidents,
+    sla_policies,
+    subscribers,
+    templates,
+)
 from api.base import APIRoot
 
 
@@ -19,10 +28,18 @@ def build_router() -> V1Router:
     router.register("incidents", incidents.IncidentViewSet, basename="incident")
     router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
-    credits.register(router)  # customers, sla-policies, credit-notices (staff)
+    credits.register(router)  # credit-notices (staff)
     subscribers.register(router)  # subscribers (staff, read only)
     # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)
     router.register("product-groups", catalogue.ProductGroupViewSet, basename="product-group")
     router.register("templates", templates.TemplateViewSet, basename="template")
     # --- end catalogue
+    # --- Issue 31, administration: customers, SLA policies, alert integrations and rules ---
+    router.register("customers", customers.CustomerViewSet, basename="customer")
+    router.register("sla-policies", sla_policies.SLAPolicyViewSet, basename="sla-policy")
+    router.register(
+        "alert-integrations", alert_integrations.AlertIntegrationViewSet, basename="alert-integration"
+    )
+    router.register("alert-rules", alert_integrations.AlertRuleViewSet, basename="alert-rule")
+    # --- end of the administration block ---
     return router

@@ -475,5 +475,5 @@ def _add_tags(result: dict[str, Any]) -> None:
 
 EXTRA_TAGS = {
     "webhooks": "Events we POST to webhook subscribers (signed).",
-    "keys": "The caller's own API keys: list, create (shown once), revoke.",
+    "keys": "API keys: the caller's own (list, create shown once, expiry, revoke); every user's for administrators.",
 }

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from api.models import ApiKey, IdempotencyRecord
@@ -39,10 +40,29 @@ def may_write(user: User | None) -> bool:
     return any(roles.allowed(user, action) for action in roles.ACTIONS if action != "console.view")
 
 
-def api_key_create(*, user: User, name: str, scope: str, actor: User | None = None) -> NewKey:
+def clean_expiry(expires_at: datetime | None, *, now: datetime | None = None) -> datetime | None:
+    """An expiry is an aware moment in the future (or None: never)."""
+    if expires_at is None:
+        return None
+    if timezone.is_naive(expires_at):
+        raise ValidationError({"expires_at": "Give a time zone (e.g. 2027-01-01T00:00:00Z)."})
+    if expires_at <= (now or timezone.now()):
+        raise ValidationError({"expires_at": "The expiry must be in the future."})
+    return expires_at
+
+
+def api_key_create(
+    *,
+    user: User,
+    name: str,
+    scope: str,
+    actor: User | None = None,
+    expires_at: datetime | None = None,
+) -> NewKey:
     """A key for `user` (the actor itself on /api/keys/ and the API; an Administrator may
     mint one for another user through code). The key acts as its owner, so its power is
-    always bounded by the owner's role at the time of use."""
+    always bounded by the owner's role at the time of use. Past `expires_at` (if given)
+    the key is refused like a revoked one."""
     roles.check(actor, "apikey.manage")
     if not getattr(user, "is_staff", False):
         raise ValidationError("Only staff users hold API keys.")
@@ -51,18 +71,33 @@ def api_key_create(*, user: User, name: str, scope: str, actor: User | None = No
     if scope == ApiKey.Scope.WRITE and actor is not None and not may_write(actor):
         raise ValidationError({"scope": "Your role writes nothing, so you may only create read keys."})
     name = clean_single_line(name, field="name", max_length=100)
+    expires_at = clean_expiry(expires_at)
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey.objects.create(user=user, name=name, scope=scope, prefix=raw[:10], key_hash=hash_key(raw))
+    key = ApiKey.objects.create(
+        user=user, name=name, scope=scope, prefix=raw[:10], key_hash=hash_key(raw), expires_at=expires_at
+    )
     return NewKey(key=key, raw=raw)
 
 
 def api_key_revoke(*, key: ApiKey, actor: User | None = None, now: datetime | None = None) -> ApiKey:
+    """Revoke a key: one's own with `apikey.manage`; another user's also needs
+    `users.manage` (the Administrator's duty: revoking a leaver's or a leaked key)."""
     roles.check(actor, "apikey.manage")
+    if actor is not None and key.user_id != actor.pk:
+        roles.check(actor, "users.manage")
     now = now or timezone.now()
     # Conditional update: revoking twice keeps the first moment.
     ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
     key.refresh_from_db(fields=["revoked_at"])
     return key
+
+
+def api_keys_visible(*, actor: User, everyone: bool = False) -> QuerySet[ApiKey]:
+    """The actor's own keys; with `everyone`, every user's (needs `users.manage`)."""
+    if not everyone:
+        return ApiKey.objects.filter(user=actor)
+    roles.check(actor, "users.manage")
+    return ApiKey.objects.select_related("user")
 
 
 def api_key_touch(*, key: ApiKey, now: datetime | None = None) -> None:

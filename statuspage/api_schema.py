@@ -25,6 +25,12 @@ API_TAGS = [
         "name": "credit-notices",
         "description": "Monthly SLA credit notices: compute, approve, cancel (staff).",
     },
+    # Issue 31, administration.
+    {
+        "name": "alert-integrations",
+        "description": "Alert senders (Alertmanager, Grafana, generic) and their secrets (staff).",
+    },
+    {"name": "alert-rules", "description": "How alert labels map to products and levels (staff)."},
     {"name": "subscribers", "description": "Email and webhook subscribers (staff, read only)."},
     {
         "name": "statuspage-v2",
@@ -52,4 +58,5 @@ ENUM_NAME_OVERRIDES = {
     "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
     "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
     "TemplateKindEnum": "incidents.message_templates.TemplateKind",  # issue 31, api/templates.py
+    "IntegrationKindEnum": "alerts.models.IntegrationKind",
 }

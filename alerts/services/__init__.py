@@ -12,6 +12,7 @@ from alerts.services.credentials import IntakeUnauthorized, integration_authenti
 from alerts.services.intake import alerts_receive, integration_preview
 from alerts.services.rules import (
     integration_create,
+    integration_delete,
     integration_rotate_secret,
     integration_update,
     rule_delete,
@@ -27,6 +28,7 @@ __all__ = [
     "alerts_tick",
     "integration_authenticate",
     "integration_create",
+    "integration_delete",
     "integration_preview",
     "integration_rotate_secret",
     "integration_update",

@@ -11,9 +11,18 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from alerts.models import Integration, MappingRule, new_secret, secret_hash
+from alerts.models import (
+    Alert,
+    AlertGroup,
+    Integration,
+    MappingRule,
+    ReceivedPayload,
+    new_secret,
+    secret_hash,
+)
 from alerts.parsers import CONTROL_CHARS
 from core import roles
+from core.errors import InUse
 from incidents.models import ImpactLevel, IncidentImpact, Location, Product
 
 
@@ -96,6 +105,26 @@ def integration_update(
     if changes:
         integration.save(update_fields=[*changes, "updated_at"])
     return integration
+
+
+@transaction.atomic
+def integration_delete(*, integration: Integration, actor: User | None = None) -> None:
+    """Delete an integration that never sent anything (its rules go with it). One with
+    alerts, alert groups (their incidents) or kept payloads is refused (InUse):
+    deactivate it instead (`is_active` false), which stops its intake and keeps its history."""
+    roles.check(actor, "alerts.manage")
+    integration = Integration.objects.select_for_update().get(pk=integration.pk)
+    history = (
+        Alert.objects.filter(integration=integration).exists()
+        or AlertGroup.objects.filter(integration=integration).exists()
+        or ReceivedPayload.objects.filter(integration=integration).exists()
+    )
+    if history:
+        raise InUse(
+            f"The integration {integration.name!r} has received alerts, which its incidents refer to: "
+            "it cannot be deleted. Set is_active to false to stop its intake."
+        )
+    integration.delete()
 
 
 def _issue_secret(integration: Integration, *, given: str = "") -> None:

@@ -11,9 +11,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from core import roles
+from core.errors import InUse
 from core.i18n import clean_language
 from core.text import clean_single_line
-from credits.models import Customer, CustomerEntitlement, SLAPolicy
+from credits.models import CreditNotice, Customer, CustomerEntitlement, SLAPolicy
 from incidents.models import Location, Product
 from outbox import services as outbox
 
@@ -122,3 +123,18 @@ def customer_entitle(
 def customer_unentitle(*, entitlement: CustomerEntitlement, actor: AbstractBaseUser | None = None) -> None:
     roles.check(actor, "customer.write")
     CustomerEntitlement.objects.filter(pk=entitlement.pk).delete()
+
+
+@transaction.atomic
+def customer_delete(*, customer: Customer, actor: AbstractBaseUser | None = None) -> None:
+    """Delete a customer and its entitlements. One with credit notices is refused (InUse):
+    the notices are the record of what it was owed; set `sla_eligible` false instead, which
+    stops computing its credits and keeps its history."""
+    roles.check(actor, "customer.write")
+    customer = Customer.objects.select_for_update().get(pk=customer.pk)
+    if CreditNotice.objects.filter(customer=customer).exists():
+        raise InUse(
+            f"The customer {customer.name!r} has credit notices, the record of what it was owed: it cannot "
+            "be deleted. Set sla_eligible to false to stop computing its credits."
+        )
+    customer.delete()

@@ -12,8 +12,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core import roles
+from core.errors import InUse
 from core.text import clean_single_line
-from credits.models import CreditTier, SLAPolicy
+from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, SLAPolicy
 
 # The weight of each impact level, as the policy's fields name them.
 POLICY_WEIGHT_FIELDS = (
@@ -118,3 +119,43 @@ def policy_set_tiers(
         tier.full_clean(exclude=["policy"])
     CreditTier.objects.filter(policy=policy).delete()
     return CreditTier.objects.bulk_create(new)
+
+
+@transaction.atomic
+def policy_edit(
+    *,
+    policy: SLAPolicy,
+    changes: dict[str, Any],
+    tiers: Iterable[tuple[Decimal, Decimal]] | None = None,
+    actor: AbstractBaseUser | None = None,
+) -> SLAPolicy:
+    """Edit a policy's terms and (when `tiers` is given) replace its tiers, in one
+    transaction: a refused tier leaves the terms as they were."""
+    roles.check(actor, "policy.write")
+    policy = SLAPolicy.objects.select_for_update().get(pk=policy.pk)
+    if changes:
+        policy_update(policy=policy, changes=changes, actor=actor)
+    if tiers is not None:
+        policy_set_tiers(policy=policy, tiers=tiers, actor=actor)
+    return policy
+
+
+@transaction.atomic
+def policy_delete(*, policy: SLAPolicy, actor: AbstractBaseUser | None = None) -> None:
+    """Delete a policy nothing refers to. One that customers, entitlements or credit
+    notices name is refused (InUse): notices are the record of what was owed under it."""
+    roles.check(actor, "policy.write")
+    policy = SLAPolicy.objects.select_for_update().get(pk=policy.pk)
+    if CreditNotice.objects.filter(policy=policy).exists():
+        raise InUse(
+            f"The policy {policy.name!r} has credit notices, the record of what was owed under it: "
+            "it cannot be deleted."
+        )
+    customers = Customer.objects.filter(policy=policy).count()
+    entitled = CustomerEntitlement.objects.filter(policy=policy).count()
+    if customers or entitled:
+        raise InUse(
+            f"The policy {policy.name!r} is in use by {customers} customer(s) and {entitled} "
+            "entitlement(s): move them to another policy first."
+        )
+    policy.delete()

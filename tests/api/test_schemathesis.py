@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from schemathesis.checks import CHECKS as CHECKS_REGISTRY
 from schemathesis.generation.modes import GenerationMode
 
+from alerts import services as alert_services
 from credits import confirm
 from credits import services as credit_services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
@@ -83,6 +84,9 @@ LIVE_IDS = {
     "location": "locations",
     "policy": "policies",
     "owner": "staff",
+    # Issue 31, administration.
+    "integration": "integrations",
+    "default_product": "products",
 }
 # Times, in the order they must come (an end not before its start, detection not before
 # the start of impact, ...). The schema says each bound in words: JSON Schema cannot
@@ -114,6 +118,11 @@ def _live(world: World) -> dict[str, list[Any]]:
         "locations": [world.region.name, world.zone.name],
         "policies": [policy.pk],
         "staff": ["alice"],
+        "integrations": [
+            alert_services.integration_create(
+                name="Fuzzing alerts", kind="alertmanager", default_product=world.storage
+            ).pk
+        ],
     }
 
 
@@ -170,6 +179,7 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
     path = case.operation.path
     if path.endswith("/sla-policies/") and isinstance(body.get("name"), str):
         body["name"] = f"{body['name'][:90]} {next(_KEYS)}"
+    _realistic_admin(case, body, draw, now)
     if isinstance(body.get("tiers"), list):
         seen: set[Decimal] = set()
         kept = []
@@ -183,6 +193,21 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
         body["period"] = f"{draw(st.integers(1970, now.year - 1)):04d}-{draw(st.integers(1, 12)):02d}"
     if isinstance(body.get("confirmation"), str):
         body["confirmation"] = confirm.send_plan(ids=[]).token
+
+
+def _realistic_admin(case: Any, body: dict[str, Any], draw: Callable[[Any], Any], now: datetime) -> None:
+    """Issue 31: integration names are unique; a new rule is not a second default and
+    matches something (the default rule made with its integration catches the rest); a
+    key's expiry is in the future."""
+    path = case.operation.path
+    if path.endswith("/alert-integrations/") and isinstance(body.get("name"), str):
+        body["name"] = f"{body['name'][:90]} {next(_KEYS)}"
+    if path.endswith("/alert-rules/") and case.method.upper() == "POST":
+        body["is_default"] = False
+        if not body.get("matchers"):
+            body["matchers"] = {"service": "storage"}
+    if isinstance(body.get("expires_at"), str):
+        body["expires_at"] = (now + timedelta(minutes=draw(st.integers(1, 10**6)))).isoformat()
 
 
 def _fuzz(app: Any, headers: dict[str, str], live: dict[str, list[Any]], *, anonymous: bool) -> Counter[int]:

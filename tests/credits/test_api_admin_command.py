@@ -172,11 +172,13 @@ def test_it_creates_customers_and_policies_through_the_api(client, alice, gmail_
         **auth,
     )
     assert created.status_code == 201, created.content
-    assert created.json()["entitlements"] == [
-        {"product": "cloud-storage", "location": "us-central1", "policy": None}
-    ]
     customer = Customer.objects.get(name="Initech")
-    assert customer.entitlements.get().location.name == "us-central1"  # type: ignore[union-attr]
+    entitlement = customer.entitlements.get()
+    # Each entitlement carries its id, which DELETE .../entitlements/{id}/ takes.
+    assert created.json()["entitlements"] == [
+        {"id": entitlement.pk, "product": "cloud-storage", "location": "us-central1", "policy": None}
+    ]
+    assert entitlement.location.name == "us-central1"  # type: ignore[union-attr]
     bad_tz = client.post(
         "/api/v1/sla-policies/",
         {"name": "X", "target": "99.9", "time_zone": "Mars/Olympus", "tiers": []},

@@ -1,0 +1,36 @@
+"""Deletes that history refuses: the services raise `core.errors.InUse`, the API answers
+409 with the service's message (which says what to do instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, status
+
+from api import serializers as s
+from api.base import errors
+from core.errors import InUse
+
+
+class InUseConflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "Other records refer to this one: it cannot be deleted."
+    default_code = "in_use"
+
+
+@contextmanager
+def refused_when_in_use() -> Iterator[None]:
+    try:
+        yield
+    except InUse as refused:
+        raise InUseConflict(" ".join(refused.messages)) from None
+
+
+def delete_errors(in_use: str) -> dict[int, OpenApiResponse]:
+    """A DELETE's documented errors; its 409 says what refuses it."""
+    return {
+        **errors(401, 403, 404, 412, 429, 503),
+        409: OpenApiResponse(s.ErrorSerializer, description=in_use),
+    }

@@ -1,0 +1,11 @@
+"""Errors the services raise that every interface answers the same way."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+
+class InUse(ValidationError):
+    """A delete refused because history refers to the row (the API answers 409; the admin
+    shows the message on the form, as for any ValidationError). The message says what to
+    do instead (archive, deactivate, move the rows that refer to it)."""
