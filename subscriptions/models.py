@@ -18,6 +18,7 @@ from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
 from incidents.models import Product
+from outbox import signing
 
 
 def new_subscriber_token() -> str:
@@ -26,7 +27,9 @@ def new_subscriber_token() -> str:
 
 
 def new_webhook_secret() -> str:
-    return secrets.token_hex(32)
+    """A Standard Webhooks secret (`whsec_...`); older subscribers keep their hex one
+    until they rotate it (outbox/signing.py)."""
+    return signing.new_secret()
 
 
 class SubscriberKind(models.TextChoices):
@@ -141,6 +144,17 @@ class Subscriber(models.Model):
     def zone(self) -> str:
         """The zone its emails write times in."""
         return self.time_zone or settings.DISPLAY_TIME_ZONE
+
+    @property
+    def legacy_secret(self) -> bool:
+        """Its secret is of the form from before Standard Webhooks (hex): its deliveries
+        also carry the deprecated `X-Status-Signature` until it rotates the secret."""
+        return signing.is_legacy_secret(self.secret)
+
+    @property
+    def standard_secret(self) -> str:
+        """The secret as Standard Webhooks libraries take it (`whsec_...`)."""
+        return signing.standard_secret(self.secret)
 
     @property
     def outbox_ref(self) -> str:

@@ -46,6 +46,8 @@ Status = Incident.Status
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
+    from outbox.models import OutboundMessage
+
 
 class Event(enum.StrEnum):
     INCIDENT_OPENED = "incident.opened"
@@ -258,6 +260,8 @@ def _subscriber_specs(
                     secret=subscriber.secret,
                     purpose=WEBHOOK_PURPOSE,
                     ref=subscriber.outbox_ref,
+                    # X-Status-Event: the same name whatever the payload's shape.
+                    event=message.event.value,
                 )
             )
             continue
@@ -443,7 +447,7 @@ def maintenance_reminder(*, incident: Incident) -> int:
 TEST_EVENT = "test"
 
 
-def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> None:
+def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> OutboundMessage:
     """Queue a signed `test` event to one webhook, through the outbox like any event, so
     its owner can check the receiver and the signature (the admin's "send test event")."""
     roles.check(actor, "webhook.manage")
@@ -470,11 +474,12 @@ def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> N
         "update": None,
         "report": None,
     }
-    webhook_enqueue(
+    return webhook_enqueue(
         key=key,
         url=subscriber.url,
         payload=payload,
         secret=subscriber.secret,
         purpose=WEBHOOK_PURPOSE,
         ref=subscriber.outbox_ref,
+        event=TEST_EVENT,
     )

@@ -212,10 +212,17 @@ def subscriber_reenable(*, subscriber: Subscriber, actor: User | None = None) ->
 
 @transaction.atomic
 def subscriber_rotate_secret(*, subscriber: Subscriber, actor: User | None = None) -> Subscriber:
+    """A new `whsec_` secret (moving a secret of the old form to Standard Webhooks). What
+    is still queued for the webhook is signed with the new one from now on."""
     roles.check(actor, "webhook.manage")
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    if subscriber.kind != Subscriber.Kind.WEBHOOK:
+        raise ValidationError({"kind": _("Only a generic webhook has a signing secret.")})
     subscriber.secret = new_webhook_secret()
     subscriber.save(update_fields=["secret", "updated_at"])
+    OutboundMessage.objects.filter(ref=subscriber.outbox_ref, state=OutboundMessage.State.PENDING).update(
+        secret=subscriber.secret, updated_at=timezone.now()
+    )
     return subscriber
 
 
