@@ -20,5 +20,5 @@ def build_router() -> V1Router:
     router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
     credits.register(router)  # customers, sla-policies, credit-notices (staff)
-    subscribers.register(router)  # subscribers (staff, read only)
+    subscribers.register(router)  # subscribers and their webhooks (staff)
     return router

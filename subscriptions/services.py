@@ -265,3 +265,65 @@ def subscriber_staff_delete(*, subscriber: Subscriber, actor: User | None) -> in
     """Staff remove a subscriber (the admin): what is queued for it is cancelled too."""
     roles.check(actor, staff_action(subscriber.kind))
     return subscriber_unsubscribe(subscriber=subscriber)
+
+
+@transaction.atomic
+def subscriber_staff_create(
+    *,
+    actor: User | None,
+    email: str,
+    kind: str = Subscriber.Kind.EMAIL,
+    url: str = "",
+    all_products: bool = True,
+    products: Iterable[Product] = (),
+    payload_format: str = Subscriber.Format.NATIVE,
+    language: str = "en",
+    time_zone: str = "",
+    confirmed: bool = False,
+) -> Subscriber:
+    """Staff add a subscriber (the API). By default exactly as the subscribe form does
+    (a confirmation email; nothing is sent to it before the link is used); `confirmed`
+    imports it confirmed without any email, as the admin's save does. An address (and
+    URL) subscribed already is refused, naming `email`."""
+    if kind not in Subscriber.Kind.values:
+        raise ValidationError({"kind": _("Choose email, webhook, Slack or Teams.")})
+    roles.check(actor, staff_action(kind))
+    email = clean_email(email)
+    url = validate_webhook_url(url, kind=kind) if kind in HOOK_KINDS else ""
+    lookup: dict[str, Any] = {"kind": kind, "email__iexact": email, "url": url}
+    if Subscriber.objects.filter(**lookup).exists():
+        raise ValidationError({"email": _("This address is subscribed already (with this URL, for a hook).")})
+    if not confirmed:
+        subscriber_request(
+            email=email,
+            kind=kind,
+            url=url,
+            all_products=all_products,
+            products=products,
+            payload_format=payload_format,
+            language=language,
+            time_zone=time_zone,
+        )
+        return Subscriber.objects.get(**lookup)
+    chosen = [] if all_products else _clean_products(products)
+    if not all_products and not chosen:
+        raise ValidationError({"products": _("Choose at least one product, or all of them.")})
+    if payload_format not in Subscriber.Format.values or (
+        payload_format != Subscriber.Format.NATIVE and kind != Subscriber.Kind.WEBHOOK
+    ):
+        raise ValidationError({"payload_format": _("Choose a payload format for a webhook.")})
+    subscriber = Subscriber(
+        kind=kind,
+        email=email,
+        url=url,
+        all_products=all_products,
+        payload_format=payload_format,
+        language=clean_language(language),
+        time_zone=clean_zone(time_zone or settings.DISPLAY_TIME_ZONE)
+        if kind == Subscriber.Kind.EMAIL
+        else "",
+        confirmed_at=timezone.now(),
+    )
+    subscriber = subscriber_staff_save(subscriber=subscriber, actor=actor)
+    subscriber.products.set(chosen)
+    return subscriber
