@@ -51,4 +51,5 @@ ENUM_NAME_OVERRIDES = {
     "LevelEnum": "incidents.models.ImpactLevel",
     "TargetLevelEnum": "api.serializers.TARGET_LEVEL_CHOICES",
     "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
+    "SubscriberKindEnum": "subscriptions.models.SubscriberKind",  # issue 31: subscribers API
 }
