@@ -207,7 +207,8 @@ def test_it_sends_a_test_event_and_rotates_a_webhooks_secret(
     response = _post(staff_api, f"{URL}{hook.pk}/test-event/")
     assert response.status_code == 202, response.content
     row = OutboundMessage.objects.get(ref=hook.outbox_ref)
-    assert row.payload["meta"]["event"] == "test" and row.headers == {"X-Status-Event": "test"}
+    assert row.payload is not None and row.payload["meta"]["event"] == "test"
+    assert row.headers == {"X-Status-Event": "test"}
     assert response.json() == {"event": "test", "webhook_id": signing.webhook_id(row.idempotency_key)}
 
     old = hook.secret
