@@ -507,11 +507,6 @@ def webhook_event(message: OutboundMessage) -> str:
     return event if isinstance(event, str) and event else message.purpose
 
 
-def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
-    """The deprecated `sha256=` signature (outbox/signing.py has both schemes)."""
-    return signing.legacy_signature(secret, timestamp, body)
-
-
 def send_webhook(message: OutboundMessage) -> Result:
     parts = urlsplit(message.url)
     connection = webhook_connection(parts.scheme, parts.hostname or "", parts.port)

@@ -215,3 +215,19 @@ class NotificationEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.key}"
+
+
+class ComponentLevel(models.Model):
+    """The level each public product (a Statuspage "component") was last announced at:
+    what a `component_update` webhook names as `old_status` (subscriptions/components.py)."""
+
+    product = models.OneToOneField(Product, on_delete=models.CASCADE, related_name="+")
+    level = models.CharField(max_length=24)
+    version = models.PositiveIntegerField(default=0, help_text="Changes announced so far.")
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["product_id"]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}: {self.level}"
