@@ -11,11 +11,13 @@ webhook's `whsec_` secret appears once, in the answer that made it (create, rota
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import exceptions, mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,7 +33,7 @@ from api.base import (
     errors,
 )
 from api.permissions import StaffOnly
-from api.serializers import StrictSerializer
+from api.serializers import ErrorSerializer, StrictSerializer
 from core.i18n import LANGUAGE_CHOICES
 from incidents.models import Product
 from outbox import signing
@@ -86,7 +88,7 @@ class SubscriberWithSecretSerializer(SubscriberSerializer):
 
 class SubscriberCreateSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=SubscriberKind.choices, default=SubscriberKind.EMAIL)
-    email = serializers.CharField(max_length=254, help_text="The address; for a hook, its owner's.")
+    email = serializers.EmailField(max_length=254, help_text="The address; for a hook, its owner's.")
     url = serializers.CharField(
         max_length=500,
         required=False,
@@ -148,6 +150,25 @@ class SubscriberFilterSerializer(serializers.Serializer):
     product = serializers.SlugField(required=False, help_text="Subscribers told about this product.")
 
 
+class SubscriberStateConflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The subscriber's state does not allow this."
+    default_code = "conflict"
+
+
+@contextmanager
+def _state_conflicts() -> Iterator[None]:
+    """A write the subscriber's state refuses is a 409 naming why, not a 400."""
+    try:
+        yield
+    except services.SubscriberConflict as exc:
+        raise SubscriberStateConflict(" ".join(exc.messages)) from None
+
+
+def _conflict(description: str) -> dict[int, OpenApiResponse]:
+    return {409: OpenApiResponse(ErrorSerializer, description=description)}
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List subscribers (staff)",
@@ -168,12 +189,16 @@ class SubscriberFilterSerializer(serializers.Serializer):
         description=(
             "Through the subscribe form's service: a confirmation email goes to the address and "
             "nothing else until its link is used. `confirmed: true` imports it confirmed without "
-            "any email. An address (and URL) subscribed already is a 400 naming `email`. A generic "
+            "any email. An address (and URL) subscribed already is a 409. A generic "
             "webhook's `whsec_` secret is in this answer only (write key; `subscriber.manage`, or "
             "`webhook.manage` for hooks)."
         ),
         request=SubscriberCreateSerializer,
-        responses={201: SubscriberWithSecretSerializer, **errors(*WRITE_ERRORS)},
+        responses={
+            201: SubscriberWithSecretSerializer,
+            **errors(*WRITE_ERRORS),
+            **_conflict("Subscribed already (or an Idempotency-Key still in use)."),
+        },
     ),
     destroy=extend_schema(
         summary="Delete a subscriber (staff)",
@@ -202,7 +227,10 @@ class SubscriberViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = SubscriberCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        subscriber = services.subscriber_staff_create(actor=acting_user(request), **serializer.validated_data)
+        with _state_conflicts():
+            subscriber = services.subscriber_staff_create(
+                actor=acting_user(request), **serializer.validated_data
+            )
         return Response(
             self._detail(subscriber, SubscriberWithSecretSerializer),
             status=status.HTTP_201_CREATED,
@@ -230,15 +258,22 @@ class SubscriberViewSet(
     @extend_schema(
         summary="Send a test event to a webhook (staff)",
         description=(
-            "Queues a signed `test` event to a generic webhook, like the admin's action; a 400 for "
+            "Queues a signed `test` event to a generic webhook, like the admin's action; a 409 for "
             "another kind or a disabled webhook (write key, `webhook.manage`)."
         ),
         request=None,
-        responses={202: TestEventSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+        responses={
+            202: TestEventSerializer,
+            **errors(*DETAIL_WRITE_ERRORS),
+            **_conflict("Not a generic webhook, or disabled (or an Idempotency-Key still in use)."),
+        },
     )
     @action(detail=True, methods=["post"], url_path="test-event")
     def test_event(self, request: Request, pk: str | None = None) -> Response:
-        message = notifications.webhook_test_send(subscriber=self.get_object(), actor=acting_user(request))
+        with _state_conflicts():
+            message = notifications.webhook_test_send(
+                subscriber=self.get_object(), actor=acting_user(request)
+            )
         body = {"event": notifications.TEST_EVENT, "webhook_id": signing.webhook_id(message.idempotency_key)}
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
@@ -250,13 +285,18 @@ class SubscriberViewSet(
             "`webhook.manage`)."
         ),
         request=None,
-        responses={200: SubscriberWithSecretSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+        responses={
+            200: SubscriberWithSecretSerializer,
+            **errors(*DETAIL_WRITE_ERRORS),
+            **_conflict("Not a generic webhook (or an Idempotency-Key still in use)."),
+        },
     )
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request: Request, pk: str | None = None) -> Response:
-        subscriber = services.subscriber_rotate_secret(
-            subscriber=self.get_object(), actor=acting_user(request)
-        )
+        with _state_conflicts():
+            subscriber = services.subscriber_rotate_secret(
+                subscriber=self.get_object(), actor=acting_user(request)
+            )
         return Response(self._detail(subscriber, SubscriberWithSecretSerializer))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:

@@ -22,7 +22,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.urls import reverse
@@ -38,6 +37,7 @@ from outbox import conf
 from outbox.services import EmailSpec, WebhookSpec, messages_enqueue_many, publish_task, webhook_enqueue
 from subscriptions import channels, emails
 from subscriptions.models import NotificationEvent, Subscriber
+from subscriptions.services import SubscriberConflict
 from subscriptions.webhooks import WEBHOOK_PURPOSE
 
 logger = logging.getLogger(__name__)
@@ -453,9 +453,9 @@ def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> O
     its owner can check the receiver and the signature (the admin's "send test event")."""
     roles.check(actor, "webhook.manage")
     if subscriber.kind != Subscriber.Kind.WEBHOOK:
-        raise ValidationError({"kind": "Only a generic webhook receives test events."})
+        raise SubscriberConflict({"kind": "Only a generic webhook receives test events."})
     if subscriber.disabled_at is not None:
-        raise ValidationError({"disabled_at": "This webhook is disabled: turn it back on first."})
+        raise SubscriberConflict({"disabled_at": "This webhook is disabled: turn it back on first."})
     now = timezone.now()
     key = f"test:{subscriber.pk}:{now.timestamp():.6f}"
     payload = {

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+class SubscriberConflict(ValidationError):
+    """A write the subscriber's state refuses (subscribed already, not a generic webhook,
+    disabled): not bad input, so the API answers 409."""
+
+
 def clean_email(value: str) -> str:
     """One plain address; the domain is case-insensitive, so it is stored lower-case."""
     value = clean_single_line(value, field="email", max_length=254)
@@ -217,7 +222,7 @@ def subscriber_rotate_secret(*, subscriber: Subscriber, actor: User | None = Non
     roles.check(actor, "webhook.manage")
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
     if subscriber.kind != Subscriber.Kind.WEBHOOK:
-        raise ValidationError({"kind": _("Only a generic webhook has a signing secret.")})
+        raise SubscriberConflict({"kind": _("Only a generic webhook has a signing secret.")})
     subscriber.secret = new_webhook_secret()
     subscriber.save(update_fields=["secret", "updated_at"])
     OutboundMessage.objects.filter(ref=subscriber.outbox_ref, state=OutboundMessage.State.PENDING).update(
@@ -292,7 +297,9 @@ def subscriber_staff_create(
     url = validate_webhook_url(url, kind=kind) if kind in HOOK_KINDS else ""
     lookup: dict[str, Any] = {"kind": kind, "email__iexact": email, "url": url}
     if Subscriber.objects.filter(**lookup).exists():
-        raise ValidationError({"email": _("This address is subscribed already (with this URL, for a hook).")})
+        raise SubscriberConflict(
+            {"email": _("This address is subscribed already (with this URL, for a hook).")}
+        )
     if not confirmed:
         subscriber_request(
             email=email,

@@ -156,7 +156,6 @@ def test_it_imports_a_confirmed_webhook_without_email_and_shows_its_secret_once(
 @pytest.mark.parametrize(
     "data, field",
     [
-        ({"email": "ops@example.com"}, "email"),  # subscribed already
         ({"email": "not an address"}, "email"),
         ({"email": "x@example.com", "all_products": False, "products": ["nope"]}, "products"),
         ({"email": "x@example.com", "kind": "webhook", "url": "ftp://example.com/"}, "url"),
@@ -223,4 +222,13 @@ def test_it_sends_a_test_event_and_rotates_a_webhooks_secret(
     email = subscribers["confirmed"]
     for action in ("test-event", "rotate-secret"):
         refused = _post(staff_api, f"{URL}{email.pk}/{action}/")
-        assert refused.status_code == 400 and "kind" in refused.json()["error"]["fields"]
+        assert refused.status_code == 409, refused.content
+        assert "generic webhook" in refused.json()["error"]["message"]
+
+
+def test_a_subscriber_known_already_is_a_conflict(
+    staff_api: Client, subscribers: dict[str, Subscriber]
+) -> None:
+    response = _post(staff_api, URL, {"email": "OPS@example.com", "confirmed": True})
+    assert response.status_code == 409 and "subscribed already" in response.json()["error"]["message"]
+    assert Subscriber.objects.count() == 3 and mail.outbox == []
