@@ -43,6 +43,8 @@ from subscriptions.models import PayloadFormat, Subscriber, SubscriberKind
 
 class SubscriberSerializer(serializers.ModelSerializer):
     products: serializers.Field = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    # Not `format: uri`: an email subscriber's is "".
+    url = serializers.CharField(read_only=True, help_text="A hook's target URL; empty for email.")
     confirmed = serializers.SerializerMethodField()
 
     class Meta:
