@@ -29,7 +29,7 @@ def build_router() -> V1Router:
     router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
     credits.register(router)  # credit-notices (staff)
-    subscribers.register(router)  # subscribers (staff, read only)
+    subscribers.register(router)  # subscribers and their webhooks (staff)
     # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)
     router.register("product-groups", catalogue.ProductGroupViewSet, basename="product-group")
     router.register("templates", templates.TemplateViewSet, basename="template")

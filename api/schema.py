@@ -74,8 +74,9 @@ anonymous read. A valid key of a non-staff user, or a read key trying to write, 
 - Request bodies are JSON only; a body over the size limit is a `413`.
 
 ## Webhooks
-Webhook subscribers receive a signed JSON `POST` per event; see **Webhooks** below for
-every event, its payload and the headers (`X-Status-Event`, `X-Status-Signature`, ...).
+Webhook subscribers receive a JSON `POST` per event, signed per Standard Webhooks 1.0
+(`webhook-id`, `webhook-timestamp`, `webhook-signature`); see **Webhooks** below for every
+event, its payload and the headers.
 """
 
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
@@ -194,7 +195,10 @@ WEBHOOK_EVENTS: dict[str, str] = {
     "maintenance.started": "The maintenance began.",
     "maintenance.updated": "A timeline update was posted on a maintenance.",
     "maintenance.completed": "The maintenance is over.",
-    "test": "Sent from the admin's *Send test event* action, to check a receiver; `incident` is a sample.",
+    "test": (
+        "Sent from the admin's *Send test event* action or `POST /api/v1/subscribers/{id}/test-event/`, "
+        "to check a receiver; `incident` is a sample."
+    ),
 }
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
@@ -281,6 +285,31 @@ WEBHOOK_PAYLOAD_SCHEMA: dict[str, Any] = {
 }
 
 WEBHOOK_HEADERS: list[dict[str, Any]] = [
+    # Issue 31: Standard Webhooks 1.0 (https://www.standardwebhooks.com/).
+    {
+        "name": "webhook-id",
+        "in": "header",
+        "required": True,
+        "description": "The delivery's id (`msg_...`), signed, and the same on every retry of it: deduplicate on it.",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "webhook-timestamp",
+        "in": "header",
+        "required": True,
+        "description": "Unix seconds when this attempt was signed; refuse old ones.",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "webhook-signature",
+        "in": "header",
+        "required": True,
+        "description": (
+            "`v1,` + base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with the "
+            "subscriber's `whsec_` secret (base64 after the prefix). Any Standard Webhooks library verifies it."
+        ),
+        "schema": {"type": "string"},
+    },
     {
         "name": "X-Status-Event",
         "in": "header",
@@ -298,17 +327,19 @@ WEBHOOK_HEADERS: list[dict[str, Any]] = [
     {
         "name": "X-Status-Timestamp",
         "in": "header",
-        "required": True,
-        "description": "Unix seconds when this attempt was signed.",
+        "required": False,
+        "deprecated": True,
+        "description": "Deprecated (sunset 2027-06-07): only for secrets of the old form; as `webhook-timestamp`.",
         "schema": {"type": "string"},
     },
     {
         "name": "X-Status-Signature",
         "in": "header",
-        "required": True,
+        "required": False,
+        "deprecated": True,
         "description": (
-            "`sha256=` + hex HMAC-SHA256 of `<X-Status-Timestamp>.<raw body>` with the subscriber's "
-            "secret. Check it, and refuse old timestamps."
+            "Deprecated (sunset 2027-06-07; docs/subscriptions.md): only for secrets of the old (hex) form, "
+            "`sha256=` + hex HMAC-SHA256 of `<X-Status-Timestamp>.<raw body>` with the secret."
         ),
         "schema": {"type": "string"},
     },

@@ -7,7 +7,6 @@ from the page cache (docs/adr/0003-page-cache.md). Endpoints: docs/api.md.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,8 +25,10 @@ from rest_framework.views import APIView
 
 from api.serializers import PRODUCT_STATUSES, ErrorSerializer, incident_url
 from api.throttling import AnonymousThrottle
+from core.site import page_id
 from edge.http import finalize_public_response
 from incidents import selectors
+from incidents.level_changes import LevelChange, update_level_changes
 from incidents.models import (
     INCIDENT_STATUSES,
     MAINTENANCE_STATUSES,
@@ -53,11 +54,6 @@ def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-def page_id() -> str:
-    """A stable 12-character page id derived from the site URL."""
-    return hashlib.sha256(settings.SITE_URL.encode()).hexdigest()[:12]
 
 
 def group_component_id(group_id: int) -> str:
@@ -188,7 +184,7 @@ def _incidents(kind: str) -> QuerySet[Incident]:
     )
 
 
-def _update(update: IncidentUpdate, incident: Incident) -> dict[str, Any]:
+def _update(update: IncidentUpdate, incident: Incident, affected: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "id": str(update.pk),
         "status": update.status,
@@ -197,15 +193,33 @@ def _update(update: IncidentUpdate, incident: Incident) -> dict[str, Any]:
         "created_at": iso(update.created_at),
         "updated_at": iso(update.created_at),
         "display_at": iso(update.display_at),
-        "affected_components": None,
+        "affected_components": affected or None,
         "deliver_notifications": update.notify_subscribers,
         "custom_tweet": None,
         "tweet_id": None,
     }
 
 
+def _affected(changes: list[LevelChange], components: Components) -> list[dict[str, Any]]:
+    """Statuspage's `affected_components`: the public components whose level it changed."""
+    affected = []
+    for change in changes:
+        component = components.by_product.get(change.product_id)
+        if component is not None:
+            affected.append(
+                {
+                    "code": component["id"],
+                    "name": component["name"],
+                    "old_status": change.old,
+                    "new_status": change.new,
+                }
+            )
+    return affected
+
+
 def serialize_incident(incident: Incident, components: Components) -> dict[str, Any]:
     updates = list(incident.updates.all())
+    changes = update_level_changes(updates=updates, windows=list(incident.windows.all()))
     monitoring = [u.display_at for u in updates if u.status == Incident.Status.MONITORING]
     affected: list[dict[str, Any]] = []
     seen: set[int] = set()
@@ -226,7 +240,9 @@ def serialize_incident(incident: Incident, components: Components) -> dict[str, 
         "shortlink": incident_url(incident.public_id),
         "started_at": iso(incident.started_at),
         "page_id": page_id(),
-        "incident_updates": [_update(u, incident) for u in updates],
+        "incident_updates": [
+            _update(u, incident, _affected(changes.get(u.pk, []), components)) for u in updates
+        ],
         "components": affected,
     }
     if incident.is_maintenance:
@@ -332,6 +348,13 @@ class V2ComponentSerializer(serializers.Serializer):
     )
 
 
+class V2AffectedComponentSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="The component's id.")
+    name = serializers.CharField()
+    old_status = serializers.ChoiceField(choices=COMPONENT_STATUSES)
+    new_status = serializers.ChoiceField(choices=COMPONENT_STATUSES)
+
+
 class V2IncidentUpdateSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=INCIDENT_STATUS_VALUES + MAINTENANCE_STATUS_VALUES)
@@ -340,7 +363,9 @@ class V2IncidentUpdateSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     display_at = serializers.DateTimeField()
-    affected_components = serializers.ListField(child=serializers.DictField(), allow_null=True)
+    affected_components = V2AffectedComponentSerializer(
+        many=True, allow_null=True, help_text="The components whose level this update changed; null if none."
+    )
     deliver_notifications = serializers.BooleanField()
     custom_tweet = serializers.CharField(allow_null=True)
     tweet_id = serializers.CharField(allow_null=True)

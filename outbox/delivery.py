@@ -7,8 +7,6 @@ See docs/adr/0002-outbox.md.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import http.client
 import json
 import re
@@ -28,7 +26,7 @@ from django.core.mail.message import sanitize_address
 from django.core.mail.utils import DNS_NAME
 from django.utils.html import escape
 
-from outbox import conf
+from outbox import conf, signing
 from outbox.webhook_connect import webhook_connection
 
 if TYPE_CHECKING:
@@ -498,15 +496,15 @@ def webhook_body(payload: Any) -> bytes:
 
 
 def webhook_event(message: OutboundMessage) -> str:
+    """The event the sender named (its `X-Status-Event` header), else the payload's
+    meta.event, else the purpose."""
+    named = (message.headers or {}).get("X-Status-Event")
+    if isinstance(named, str) and named:
+        return named
     payload = message.payload if isinstance(message.payload, dict) else {}
     meta = payload.get("meta")
     event = meta.get("event") if isinstance(meta, dict) else None
     return event if isinstance(event, str) and event else message.purpose
-
-
-def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
-    signed = f"{timestamp}.".encode() + body
-    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
 def send_webhook(message: OutboundMessage) -> Result:
@@ -522,11 +520,16 @@ def send_webhook(message: OutboundMessage) -> Result:
     headers = {
         "Content-Type": "application/json",
         "User-Agent": f"{settings.SITE_NAME} webhooks",
-        "X-Status-Timestamp": str(timestamp),
-        "X-Status-Signature": webhook_signature(message.secret, timestamp, body),
+        # Standard Webhooks 1.0 (and, for a secret in the old form, the sha256= pair).
+        **signing.signature_headers(
+            secret=message.secret,
+            msg_id=signing.webhook_id(message.idempotency_key),
+            timestamp=timestamp,
+            body=body,
+        ),
         "X-Status-Delivery": message.message_id,
-        # The event name (the payload's meta.event), so a receiver can route on a
-        # header; `purpose` is our handler registry's name, not the receiver's business.
+        # The event name, so a receiver can route on a header; `purpose` is our handler
+        # registry's name, not the receiver's business.
         "X-Status-Event": webhook_event(message),
     }
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

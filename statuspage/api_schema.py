@@ -59,4 +59,5 @@ ENUM_NAME_OVERRIDES = {
     "LanguageEnum": "core.i18n.LANGUAGE_CHOICES",
     "TemplateKindEnum": "incidents.message_templates.TemplateKind",  # issue 31, api/templates.py
     "IntegrationKindEnum": "alerts.models.IntegrationKind",
+    "SubscriberKindEnum": "subscriptions.models.SubscriberKind",  # issue 31: subscribers API
 }

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from core.site import page_id
 from core.text import site_title
 from incidents.models import Incident, IncidentUpdate
 from incidents.selectors import status_summary
@@ -180,7 +181,7 @@ def _statuspage_base(message: EventMessage) -> dict[str, Any]:
     monitoring = [u for u in updates if u.status == Incident.Status.MONITORING]
     base = {
         "page": {
-            "id": settings.SITE_URL,
+            "id": page_id(),  # the id /api/v2/ documents carry
             "status_indicator": banner.indicator,
             "status_description": banner.description,
         },

@@ -18,6 +18,7 @@ from django.db.models.functions import Lower
 from django.utils.translation import gettext_lazy as _
 
 from incidents.models import Product
+from outbox import signing
 
 
 def new_subscriber_token() -> str:
@@ -26,7 +27,9 @@ def new_subscriber_token() -> str:
 
 
 def new_webhook_secret() -> str:
-    return secrets.token_hex(32)
+    """A Standard Webhooks secret (`whsec_...`); older subscribers keep their hex one
+    until they rotate it (outbox/signing.py)."""
+    return signing.new_secret()
 
 
 class SubscriberKind(models.TextChoices):
@@ -143,6 +146,17 @@ class Subscriber(models.Model):
         return self.time_zone or settings.DISPLAY_TIME_ZONE
 
     @property
+    def legacy_secret(self) -> bool:
+        """Its secret is of the form from before Standard Webhooks (hex): its deliveries
+        also carry the deprecated `X-Status-Signature` until it rotates the secret."""
+        return signing.is_legacy_secret(self.secret)
+
+    @property
+    def standard_secret(self) -> str:
+        """The secret as Standard Webhooks libraries take it (`whsec_...`)."""
+        return signing.standard_secret(self.secret)
+
+    @property
     def outbox_ref(self) -> str:
         """The `ref` of this subscriber's outbox rows (to cancel them on unsubscribe)."""
         return f"subscriber:{self.pk}"
@@ -201,3 +215,19 @@ class NotificationEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.key}"
+
+
+class ComponentLevel(models.Model):
+    """The level each public product (a Statuspage "component") was last announced at:
+    what a `component_update` webhook names as `old_status` (subscriptions/components.py)."""
+
+    product = models.OneToOneField(Product, on_delete=models.CASCADE, related_name="+")
+    level = models.CharField(max_length=24)
+    version = models.PositiveIntegerField(default=0, help_text="Changes announced so far.")
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["product_id"]
+
+    def __str__(self) -> str:
+        return f"{self.product_id}: {self.level}"

@@ -37,6 +37,7 @@ from outbox import conf
 from outbox.services import EmailSpec, WebhookSpec, messages_enqueue_many, publish_task, webhook_enqueue
 from subscriptions import channels, emails
 from subscriptions.models import NotificationEvent, Subscriber
+from subscriptions.services import SubscriberConflict
 from subscriptions.webhooks import WEBHOOK_PURPOSE
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ Status = Incident.Status
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+
+    from outbox.models import OutboundMessage
 
 
 class Event(enum.StrEnum):
@@ -258,6 +261,8 @@ def _subscriber_specs(
                     secret=subscriber.secret,
                     purpose=WEBHOOK_PURPOSE,
                     ref=subscriber.outbox_ref,
+                    # X-Status-Event: the same name whatever the payload's shape.
+                    event=message.event.value,
                 )
             )
             continue
@@ -443,12 +448,14 @@ def maintenance_reminder(*, incident: Incident) -> int:
 TEST_EVENT = "test"
 
 
-def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> None:
+def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> OutboundMessage:
     """Queue a signed `test` event to one webhook, through the outbox like any event, so
     its owner can check the receiver and the signature (the admin's "send test event")."""
     roles.check(actor, "webhook.manage")
     if subscriber.kind != Subscriber.Kind.WEBHOOK:
-        raise ValueError("only webhook subscribers receive test events")
+        raise SubscriberConflict({"kind": "Only a generic webhook receives test events."})
+    if subscriber.disabled_at is not None:
+        raise SubscriberConflict({"disabled_at": "This webhook is disabled: turn it back on first."})
     now = timezone.now()
     key = f"test:{subscriber.pk}:{now.timestamp():.6f}"
     payload = {
@@ -470,11 +477,12 @@ def webhook_test_send(*, subscriber: Subscriber, actor: User | None = None) -> N
         "update": None,
         "report": None,
     }
-    webhook_enqueue(
+    return webhook_enqueue(
         key=key,
         url=subscriber.url,
         payload=payload,
         secret=subscriber.secret,
         purpose=WEBHOOK_PURPOSE,
         ref=subscriber.outbox_ref,
+        event=TEST_EVENT,
     )

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
 
+class SubscriberConflict(ValidationError):
+    """A write the subscriber's state refuses (subscribed already, not a generic webhook,
+    disabled): not bad input, so the API answers 409."""
+
+
 def clean_email(value: str) -> str:
     """One plain address; the domain is case-insensitive, so it is stored lower-case."""
     value = clean_single_line(value, field="email", max_length=254)
@@ -212,10 +217,17 @@ def subscriber_reenable(*, subscriber: Subscriber, actor: User | None = None) ->
 
 @transaction.atomic
 def subscriber_rotate_secret(*, subscriber: Subscriber, actor: User | None = None) -> Subscriber:
+    """A new `whsec_` secret (moving a secret of the old form to Standard Webhooks). What
+    is still queued for the webhook is signed with the new one from now on."""
     roles.check(actor, "webhook.manage")
     subscriber = Subscriber.objects.select_for_update().get(pk=subscriber.pk)
+    if subscriber.kind != Subscriber.Kind.WEBHOOK:
+        raise SubscriberConflict({"kind": _("Only a generic webhook has a signing secret.")})
     subscriber.secret = new_webhook_secret()
     subscriber.save(update_fields=["secret", "updated_at"])
+    OutboundMessage.objects.filter(ref=subscriber.outbox_ref, state=OutboundMessage.State.PENDING).update(
+        secret=subscriber.secret, updated_at=timezone.now()
+    )
     return subscriber
 
 
@@ -258,3 +270,67 @@ def subscriber_staff_delete(*, subscriber: Subscriber, actor: User | None) -> in
     """Staff remove a subscriber (the admin): what is queued for it is cancelled too."""
     roles.check(actor, staff_action(subscriber.kind))
     return subscriber_unsubscribe(subscriber=subscriber)
+
+
+@transaction.atomic
+def subscriber_staff_create(
+    *,
+    actor: User | None,
+    email: str,
+    kind: str = Subscriber.Kind.EMAIL,
+    url: str = "",
+    all_products: bool = True,
+    products: Iterable[Product] = (),
+    payload_format: str = Subscriber.Format.NATIVE,
+    language: str = "en",
+    time_zone: str = "",
+    confirmed: bool = False,
+) -> Subscriber:
+    """Staff add a subscriber (the API). By default exactly as the subscribe form does
+    (a confirmation email; nothing is sent to it before the link is used); `confirmed`
+    imports it confirmed without any email, as the admin's save does. An address (and
+    URL) subscribed already is refused, naming `email`."""
+    if kind not in Subscriber.Kind.values:
+        raise ValidationError({"kind": _("Choose email, webhook, Slack or Teams.")})
+    roles.check(actor, staff_action(kind))
+    email = clean_email(email)
+    url = validate_webhook_url(url, kind=kind) if kind in HOOK_KINDS else ""
+    lookup: dict[str, Any] = {"kind": kind, "email__iexact": email, "url": url}
+    if Subscriber.objects.filter(**lookup).exists():
+        raise SubscriberConflict(
+            {"email": _("This address is subscribed already (with this URL, for a hook).")}
+        )
+    if not confirmed:
+        subscriber_request(
+            email=email,
+            kind=kind,
+            url=url,
+            all_products=all_products,
+            products=products,
+            payload_format=payload_format,
+            language=language,
+            time_zone=time_zone,
+        )
+        return Subscriber.objects.get(**lookup)
+    chosen = [] if all_products else _clean_products(products)
+    if not all_products and not chosen:
+        raise ValidationError({"products": _("Choose at least one product, or all of them.")})
+    if payload_format not in Subscriber.Format.values or (
+        payload_format != Subscriber.Format.NATIVE and kind != Subscriber.Kind.WEBHOOK
+    ):
+        raise ValidationError({"payload_format": _("Choose a payload format for a webhook.")})
+    subscriber = Subscriber(
+        kind=kind,
+        email=email,
+        url=url,
+        all_products=all_products,
+        payload_format=payload_format,
+        language=clean_language(language),
+        time_zone=clean_zone(time_zone or settings.DISPLAY_TIME_ZONE)
+        if kind == Subscriber.Kind.EMAIL
+        else "",
+        confirmed_at=timezone.now(),
+    )
+    subscriber = subscriber_staff_save(subscriber=subscriber, actor=actor)
+    subscriber.products.set(chosen)
+    return subscriber

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from subscriptions import action_items, maintenance, notifications
+from subscriptions import action_items, components, maintenance, notifications
 
 
 @shared_task(acks_late=True, ignore_result=True)
 def maintenance_reminders() -> int:
+    # The minute tick: reminders, and the component levels that move with the clock alone
+    # (a maintenance window starting or ending) for Statuspage-format webhooks.
+    components.component_levels_sync()
     return maintenance.maintenance_remind_due()
 
 

@@ -26,6 +26,7 @@ from subscriptions.models import Subscriber
 logger = logging.getLogger(__name__)
 
 WEBHOOK_PURPOSE = "subscriptions.webhook"
+GONE = 410
 
 
 # The documented incoming-webhook hosts. Slack: https://api.slack.com/messaging/webhooks
@@ -138,12 +139,27 @@ def webhook_delivered(message: Any) -> None:
         subscriber.save(update_fields=["failure_count", "updated_at"])
 
 
+def _answered_gone(message: Any) -> bool:
+    """The receiver's last answer was 410 Gone: it asks to be sent nothing more."""
+    from outbox.models import DeliveryAttempt
+
+    last = DeliveryAttempt.objects.filter(message_id=message.pk).order_by("-number", "-id").first()
+    return last is not None and last.status_code == GONE
+
+
 def webhook_failed(message: Any) -> None:
-    """Outbox on_failed handler: count, and disable at the threshold (same transaction)."""
-    from subscriptions import emails  # emails imports the outbox; keep app loading light
+    """Outbox on_failed handler: a 410 Gone unsubscribes the hook (Standard Webhooks);
+    other failures count, and disable it at the threshold (same transaction)."""
+    from subscriptions import emails, services  # they import the outbox; keep app loading light
 
     subscriber = _subscriber_for(message)
-    if subscriber is None or subscriber.disabled_at is not None:
+    if subscriber is None:
+        return
+    if _answered_gone(message):
+        logger.warning("webhook subscriber %s answered 410 Gone: unsubscribed", subscriber.pk)
+        services.subscriber_unsubscribe(subscriber=subscriber)
+        return
+    if subscriber.disabled_at is not None:
         return
     subscriber.failure_count += 1
     fields = ["failure_count", "updated_at"]

@@ -73,11 +73,21 @@ def email_enqueue(
 
 
 def webhook_enqueue(
-    *, key: str, url: str, payload: dict[str, Any], secret: str, purpose: str = "", ref: str = ""
+    *,
+    key: str,
+    url: str,
+    payload: dict[str, Any],
+    secret: str,
+    purpose: str = "",
+    ref: str = "",
+    event: str = "",
 ) -> OutboundMessage:
-    """Queue one signed JSON POST. Idempotent on `key`."""
+    """Queue one signed JSON POST. Idempotent on `key`. `event` is sent as
+    `X-Status-Event` (else the payload's meta.event names it)."""
     key = clean_key(key)
-    return _insert(key, webhook_fields(url=url, payload=payload, secret=secret, purpose=purpose, ref=ref))
+    return _insert(
+        key, webhook_fields(url=url, payload=payload, secret=secret, purpose=purpose, ref=ref, event=event)
+    )
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,7 @@ class WebhookSpec:
     secret: str
     purpose: str = ""
     ref: str = ""
+    event: str = ""
 
 
 AnySpec = EmailSpec | SharedEmailSpec | WebhookSpec
@@ -256,7 +267,12 @@ def _spec_fields(
         )
     else:
         fields = webhook_fields(
-            url=spec.url, payload=spec.payload, secret=spec.secret, purpose=spec.purpose, ref=spec.ref
+            url=spec.url,
+            payload=spec.payload,
+            secret=spec.secret,
+            purpose=spec.purpose,
+            ref=spec.ref,
+            event=spec.event,
         )
     return fields, {}
 

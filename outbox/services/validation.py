@@ -151,7 +151,7 @@ def email_fields(
 
 
 def webhook_fields(
-    *, url: str, payload: dict[str, Any], secret: str, purpose: str = "", ref: str = ""
+    *, url: str, payload: dict[str, Any], secret: str, purpose: str = "", ref: str = "", event: str = ""
 ) -> dict[str, Any]:
     """The columns of one webhook row, checked."""
     url = (url or "").strip()
@@ -165,8 +165,10 @@ def webhook_fields(
         raise ValidationError({"payload": "The payload must be a JSON object."})
     if not secret:
         raise ValidationError({"secret": "A signing secret is required."})
+    _refuse_control_chars(event, field="event")
     return {
         "channel": Channel.WEBHOOK,
+        "headers": {"X-Status-Event": event} if event else {},
         "destination": delivery.webhook_destination(url),
         "url": url,
         "payload": payload,

@@ -59,6 +59,8 @@ def wsgi_app(settings: Any) -> Iterator[Any]:
     }
     # The fuzzer sends bad credentials on purpose, far more than a real client would.
     settings.API_AUTH_FAILURE_LIMIT = 1_000_000
+    # Issue 31 (subscribers): webhook URLs the fuzzer makes are not looked up in DNS.
+    settings.WEBHOOK_ALLOW_PRIVATE = True
     try:
         yield get_wsgi_application()
     finally:
@@ -193,6 +195,33 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
         body["period"] = f"{draw(st.integers(1970, now.year - 1)):04d}-{draw(st.integers(1, 12)):02d}"
     if isinstance(body.get("confirmation"), str):
         body["confirmation"] = confirm.send_plan(ids=[]).token
+    if path.endswith("/subscribers/"):
+        _realistic_subscriber(body, live)
+
+
+# Issue 31 (subscribers): what a subscriber's create needs besides its schema: an address
+# not subscribed yet, a URL on the kind's documented host, a known product, a real zone.
+HOOK_URLS = {
+    "webhook": "https://hooks.example.com/fuzz-{n}",
+    "slack": "https://hooks.slack.com/services/fuzz-{n}",
+    "teams": "https://fuzz.webhook.office.com/in-{n}",
+}
+
+
+def _realistic_subscriber(body: dict[str, Any], live: dict[str, list[Any]]) -> None:
+    n = next(_KEYS)
+    kind = body.get("kind", "email")
+    body["email"] = f"fuzz-{n}@example.com"
+    if kind in HOOK_URLS:
+        body["url"] = HOOK_URLS[kind].format(n=n)
+    elif "url" in body:
+        body["url"] = ""
+    if kind != "webhook" and "payload_format" in body:
+        body["payload_format"] = "native"
+    if "time_zone" in body:
+        body["time_zone"] = "UTC"
+    if body.get("all_products") is False or "products" in body:
+        body["products"] = live["products"][:2]  # the public ones
 
 
 def _realistic_admin(case: Any, body: dict[str, Any], draw: Callable[[Any], Any], now: datetime) -> None:

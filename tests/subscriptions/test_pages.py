@@ -157,7 +157,7 @@ def test_it_refuses_private_webhook_targets(
     assert ok.status_code == 302
     webhook = Subscriber.objects.get()
     assert webhook.kind == "webhook" and webhook.url == "https://93.184.216.34/hook"
-    assert len(webhook.secret) == 64
+    assert webhook.secret.startswith("whsec_") and len(webhook.secret) == 50  # Standard Webhooks
     assert [m.to for m in mail.outbox] == [["erin@example.com"]]
 
 
