@@ -2,12 +2,14 @@
 current level), read from a maintained summary instead of every window of the range.
 
 `ProductDay` rows (and their `ProductDayIncident`s) hold what the closed windows of
-published incidents did to a product on a day, whole (as if every window had ended). `refresh` recounts the days a write
-touched; it is called from `incidents.services._common.impact_changed`, the one place
+published incidents did to a product on a day, whole (as if every window had ended).
+`refresh` recounts the days a write touched; it is called from `incidents.services._common.impact_changed`, the one place
 every write that changes counted impact goes through. `rebuild` recounts everything
 (the migration that creates the table, `manage.py rebuild_product_days`).
-`product_days` reads a range: the stored rows, and the days that windows still open or
-ending after now touch, worked out at that moment from the windows of those days.
+`page_days` reads a range as the status page draws it: one row a stored day (its level,
+time at each level, worst incident and count, and on the grid's days its first few
+incidents, all in SQL), and the days that windows still open or ending after now touch,
+worked out at that moment from the windows of those days.
 Design: docs/adr/0014-per-day-summary.md.
 """
 
@@ -17,12 +19,11 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from decimal import Decimal
 from itertools import groupby
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import Min, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery
 
 from core.timezones import display_zone
 from incidents import uptime
@@ -195,7 +196,7 @@ def rebuild(
     return written + _store(models, zone=zone, counted=pending)
 
 
-# --- Reading it ----------------------------------------------------------------------------
+# --- Reading it: the status page's bars, plain rows, no per-day objects ---------------------
 
 
 @dataclass(frozen=True)
@@ -204,109 +205,9 @@ class IncidentName:
     title: str
 
 
-@dataclass(frozen=True)
-class ProductDays:
-    """What `product_days` read: each product's impacted days, its level now, and the
-    incidents those days name."""
-
-    days: tuple[uptime.Day, ...]
-    impacted: dict[int, dict[date, uptime.DayStatus]]
-    levels: dict[int, str]
-    names: dict[int, IncidentName]
-
-    def statuses(self, product_id: int) -> tuple[uptime.DayStatus, ...]:
-        """Every day of the range, oldest first, operational where nothing happened."""
-        mine = self.impacted.get(product_id, {})
-        return tuple(
-            mine.get(day.date)
-            or uptime.DayStatus(day=day, level=uptime.OPERATIONAL, downtime_minutes=Decimal(0))
-            for day in self.days
-        )
-
-    def level(self, product_id: int) -> str:
-        return self.levels.get(product_id, uptime.OPERATIONAL)
-
-
-def product_days(
-    *, first: date, last: date, now: datetime, weights: uptime.Weights, products: Collection[int]
-) -> ProductDays:
-    """The days `first` to `last` (display zone) of these products, and their levels now,
-    as `uptime.day_statuses` and `uptime.current_level` give them from every window.
-
-    Two queries whatever the history: the stored days of the range with their incidents,
-    and the windows not over yet with those of the days they touch (through the index
-    on `ended_at`, never a scan of the history).
-    """
-    tz = display_zone()
-    days = uptime.display_days(last=last, count=(last - first).days + 1, tz=tz)
-    wanted = set(products)
-    impacted: dict[int, dict[date, uptime.DayStatus]] = defaultdict(dict)
-    names: dict[int, IncidentName] = {}
-    for (product_id, day), rows in groupby(_stored_days(first, last, wanted), key=lambda row: row[:2]):
-        status = _stored_status(day_of(day, tz), list(rows), weights=weights, names=names)
-        impacted[product_id][day] = status
-    windows = _windows_not_over(now=now, since=days[0].start)
-    # Filtered on the product here, not in SQL: a product condition would tempt the
-    # planner into the (product, started_at) index, a scan of each product's history.
-    spans: dict[int, list[Span]] = defaultdict(list)
-    for row in windows:
-        if row[0] in wanted:
-            spans[row[0]].append(_span(row))
-            names[row[4]] = IncidentName(public_id=row[5], title=row[6])
-    levels = {}
-    for product_id, mine in spans.items():
-        live = [s for s in mine if s.end is None or s.end > now]
-        if live:
-            levels[product_id] = uptime.current_level(live, now=now)
-            _recount_live(impacted[product_id], mine, live, days=days, now=now, tz=tz, weights=weights)
-    return ProductDays(
-        days=days,
-        impacted=dict(impacted),
-        levels={p: lv for p, lv in levels.items() if lv != uptime.OPERATIONAL},
-        names=names,
-    )
-
-
-def _stored_days(first: date, last: date, products: Collection[int]) -> Iterable[Sequence[Any]]:
-    rows = ProductDayIncident.objects.filter(
-        product_day__zone=settings.DISPLAY_TIME_ZONE,
-        product_day__day__range=(first, last),
-        product_day__product_id__in=products,
-    ).order_by("product_day__product_id", "product_day__day", "rank")
-    return rows.values_list(
-        "product_day__product_id",
-        "product_day__day",
-        "product_day__level",
-        *(f"product_day__{level}" for level in LEVEL_FIELDS),
-        "incident_id",
-        "level",
-        "incident__public_id",
-        "incident__title",
-    )
-
-
-def _stored_status(
-    day: uptime.Day, rows: Sequence[Sequence[Any]], *, weights: uptime.Weights, names: dict[int, IncidentName]
-) -> uptime.DayStatus:
-    durations = rows[0][3 : 3 + len(LEVEL_FIELDS)]
-    impact = tuple((level, delta) for level, delta in zip(LEVEL_FIELDS, durations, strict=True) if delta)
-    incidents = []
-    for row in rows:
-        incident_id, level, public_id, title = row[-4:]
-        incidents.append(uptime.DayIncident(incident_id=incident_id, level=level))
-        names[incident_id] = IncidentName(public_id=public_id, title=title)
-    return uptime.DayStatus(
-        day=day,
-        level=rows[0][2],
-        downtime_minutes=uptime.weighted_minutes(impact, weights),
-        impact=impact,
-        incidents=tuple(incidents),
-    )
-
-
 def _windows_not_over(*, now: datetime, since: datetime) -> Iterable[Sequence[Any]]:
     """Counted windows open or ending after `now`, and with them every window of the days
-    they touch (since the earliest one began, within the range): what `_recount_live`
+    they touch (since the earliest one began, within the range): what `_live_days`
     needs, in one query on `window_ended`."""
     counted = ImpactWindow.objects.filter(counted_window())
     not_over = Q(ended_at__isnull=True) | Q(ended_at__gt=now)
@@ -318,8 +219,7 @@ def _windows_not_over(*, now: datetime, since: datetime) -> Iterable[Sequence[An
     return rows.values_list(*_SPAN_FIELDS, "incident__public_id", "incident__title")
 
 
-def _recount_live(
-    impacted: dict[date, uptime.DayStatus],
+def _live_days(
     spans: Sequence[Span],
     live: Sequence[Span],
     *,
@@ -327,13 +227,177 @@ def _recount_live(
     now: datetime,
     tz: tzinfo,
     weights: uptime.Weights,
-) -> None:
+) -> tuple[set[date], dict[date, uptime.DayStatus]]:
     """Work out at `now` one product's days that a window not yet over touches, from the
     day it began: an open window is in no stored row, and a stored row counts a window
-    that ends later whole."""
+    that ends later whole. The dates recounted (their stored rows no longer hold) and
+    the impacted ones among them."""
     first, last = days[0].date, min(days[-1].date, uptime.local_date(now, tz))
     start = max(first, min(uptime.local_date(s.start, tz) for s in live))
     dates = {start + timedelta(days=n) for n in range((last - start).days + 1)}
-    for day in dates:
-        impacted.pop(day, None)
-    impacted.update(statuses_on(spans, dates, tz=tz, now=now, weights=weights))
+    return dates, statuses_on(spans, dates, tz=tz, now=now, weights=weights)
+
+
+class Mark(NamedTuple):
+    """An incident marked on a day of the grid, at the worst level it had that day."""
+
+    level: str
+    public_id: str
+    title: str
+
+
+class Bar(NamedTuple):
+    """One day of one product as the status page draws it (a bar, a grid cell), built
+    straight from a stored row: its level, the time at each level (`LEVEL_FIELDS`
+    order), its worst incident, how many incidents, and on the grid's days the first
+    few of them. A quiet day has no incident (`incident_count` 0)."""
+
+    date: date
+    level: str
+    durations: tuple[timedelta, ...]
+    public_id: str
+    title: str
+    incident_count: int
+    marks: Sequence[Mark] = ()
+
+    @property
+    def impact(self) -> tuple[tuple[str, timedelta], ...]:
+        """The time at each level that day, worst first, as `DayStatus.impact`."""
+        return tuple((level, d) for level, d in zip(LEVEL_FIELDS, self.durations, strict=True) if d)
+
+    @property
+    def worst_incident(self) -> IncidentName | None:
+        return IncidentName(public_id=self.public_id, title=self.title) if self.incident_count else None
+
+
+_NO_TIME = (timedelta(0),) * len(LEVEL_FIELDS)
+
+
+def quiet_bar(day: date) -> Bar:
+    return Bar(
+        date=day, level=uptime.OPERATIONAL, durations=_NO_TIME, public_id="", title="", incident_count=0
+    )
+
+
+@dataclass(frozen=True)
+class PageDays:
+    """What `page_days` read: each product's impacted days as bars, and its level now."""
+
+    days: tuple[uptime.Day, ...]
+    bars: dict[int, dict[date, Bar]]
+    levels: dict[int, str]
+
+    def level(self, product_id: int) -> str:
+        return self.levels.get(product_id, uptime.OPERATIONAL)
+
+
+def page_days(
+    *, first: date, last: date, now: datetime, products: Collection[int], marks_from: date, marks: int
+) -> PageDays:
+    """The days `first` to `last` (display zone) of these products as `uptime.day_statuses`
+    gives them from every window, and their levels now: each impacted day one `Bar`,
+    read in SQL with its worst incident and its count (and from `marks_from` on, its
+    first `marks` incidents). Two queries whatever the history: the stored days of the
+    range, and the windows not over yet with those of the days they touch (through the
+    index on `ended_at`, never a scan of the history)."""
+    tz = display_zone()
+    days = uptime.display_days(last=last, count=(last - first).days + 1, tz=tz)
+    wanted = set(products)
+    bars: dict[int, dict[date, Bar]] = defaultdict(dict)
+    bar, grid = quiet_bar(first), False
+    n = 4 + len(LEVEL_FIELDS)  # _stored_bars: durations from 4, then the incident's fields
+    for row in _stored_bars(first, last, wanted, marks_from=marks_from, marks=marks):
+        if row[2] == 0:  # rank 0: the day's worst incident, its first row
+            grid = row[1] >= marks_from
+            bar = Bar(row[1], row[3], tuple(row[4:n]), row[n], row[n + 1], row[n + 2], [] if grid else ())
+            bars[row[0]][row[1]] = bar
+        if grid and row[2] < marks:
+            bar.marks.append(Mark(row[n + 3], row[n], row[n + 1]))  # type: ignore[attr-defined]
+    levels = _live_bars(bars, wanted, days=days, now=now, tz=tz, marks_from=marks_from, marks=marks)
+    return PageDays(
+        days=days,
+        bars={p: mine for p, mine in bars.items() if mine},
+        levels={p: lv for p, lv in levels.items() if lv != uptime.OPERATIONAL},
+    )
+
+
+def _live_bars(
+    bars: dict[int, dict[date, Bar]],
+    products: Collection[int],
+    *,
+    days: Sequence[uptime.Day],
+    now: datetime,
+    tz: tzinfo,
+    marks_from: date,
+    marks: int,
+) -> dict[int, str]:
+    """Redo in `bars` the days that windows not over yet touch (worked out at `now` from
+    their windows: a stored row counts a window that ends later whole, an open one is in
+    no row); returns the products' levels now."""
+    names: dict[int, IncidentName] = {}
+    spans: dict[int, list[Span]] = defaultdict(list)
+    for row in _windows_not_over(now=now, since=days[0].start):
+        if row[0] in products:
+            spans[row[0]].append(_span(row))
+            names[row[4]] = IncidentName(public_id=row[5], title=row[6])
+    levels = {}
+    for product_id, mine in spans.items():
+        live = [s for s in mine if s.end is None or s.end > now]
+        if not live:
+            continue
+        levels[product_id] = uptime.current_level(live, now=now)
+        dates, statuses = _live_days(mine, live, days=days, now=now, tz=tz, weights=_UNWEIGHTED)
+        for day in dates:
+            bars[product_id].pop(day, None)
+        for day, status in statuses.items():
+            if status.incidents:  # as a stored day: drawn quiet without an incident
+                bars[product_id][day] = _live_bar(status, names, marks=marks if day >= marks_from else 0)
+    return levels
+
+
+def _stored_bars(
+    first: date, last: date, products: Collection[int], *, marks_from: date, marks: int
+) -> Iterable[Sequence[Any]]:
+    """One row per impacted day (its worst incident, with the day's count of incidents),
+    and on the days from `marks_from` its next incidents up to `marks`, in day order."""
+    count = (
+        ProductDayIncident.objects.filter(product_day=OuterRef("product_day"))
+        .order_by()
+        .values("product_day")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    rows = ProductDayIncident.objects.filter(
+        Q(rank=0) | Q(rank__lt=marks, product_day__day__gte=marks_from),
+        product_day__zone=settings.DISPLAY_TIME_ZONE,
+        product_day__day__range=(first, last),
+        product_day__product_id__in=products,
+    ).order_by("product_day__product_id", "product_day__day", "rank")
+    return rows.annotate(n=Subquery(count)).values_list(
+        "product_day__product_id",
+        "product_day__day",
+        "rank",
+        "product_day__level",
+        *(f"product_day__{level}" for level in LEVEL_FIELDS),
+        "incident__public_id",
+        "incident__title",
+        "n",
+        "level",
+    )
+
+
+def _live_bar(status: uptime.DayStatus, names: dict[int, IncidentName], *, marks: int) -> Bar:
+    impact = dict(status.impact)
+    worst = names[status.incidents[0].incident_id]
+    return Bar(
+        date=status.day.date,
+        level=status.level,
+        durations=tuple(impact.get(level, timedelta(0)) for level in LEVEL_FIELDS),
+        public_id=worst.public_id,
+        title=worst.title,
+        incident_count=len(status.incidents),
+        marks=tuple(
+            Mark(i.level, names[i.incident_id].public_id, names[i.incident_id].title)
+            for i in status.incidents[:marks]
+        ),
+    )

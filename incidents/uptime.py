@@ -299,17 +299,6 @@ def weighted_minutes(impact: Iterable[tuple[str, timedelta]], weights: Weights) 
     return sum((minutes(delta) * weights.for_level(level) for level, delta in impact), Decimal(0))
 
 
-def uptime_of_days(days: Sequence[DayStatus], *, now: datetime, weights: Weights, places: int = 2) -> Uptime:
-    """`uptime` over consecutive days from their statuses (worked out with the same `now`):
-    the days split the period, so each level's time is the sum of its days' times."""
-    per_level = {level: timedelta(0) for level in LEVELS_WORST_FIRST}
-    for day in days:
-        for level, delta in day.impact:
-            per_level[level] += delta
-    start, end = days[0].day.start, min(days[-1].day.end, now)
-    return uptime_of_durations(per_level, start=start, end=end, weights=weights, places=places)
-
-
 def current_level(spans: Iterable[Span], *, now: datetime) -> str:
     """The rollup: the worst level among spans open at `now` (started, not yet ended)."""
     return worst(s.level for s in spans if s.start <= now and (s.end is None or s.end > now))

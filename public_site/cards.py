@@ -16,99 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date
 
 from django.conf import settings
 from django.template.loader import render_to_string
-from django.urls import get_script_prefix
+from django.urls import get_script_prefix, reverse
 from django.utils import translation
 from django.utils.safestring import SafeString, mark_safe
 
 from edge.fragments import fragment_key, fragments
+from incidents.daily import Bar
+from public_site.day_markup import grid_cells
 from public_site.pages import (
     UPTIME_BAR_DAYS,
     UPTIME_BAR_DAYS_NARROW,
-    DayIncidentView,
-    DayView,
     ProductBlock,
     ProductRow,
     StatusPage,
 )
-
-# A run longer than this is split: status.css sizes runs of up to MAX_RUN days (.q2 to
-# .q60), the days a wide screen shows beyond the phone's 30.
-MAX_RUN = 60
-# Marks drawn in one day of the grid; the rest are "+N" (the product page lists them).
-GRID_MARKS = 3
-
-
-# --- The bars: runs of quiet days, impacted days one by one -------------------------------------
-
-
-@dataclass(frozen=True)
-class BarSegment:
-    first: date
-    last: date
-    count: int
-    day: DayView | None = None  # an impacted day; None for a run of quiet days
-
-
-@dataclass(frozen=True)
-class BarRuns:
-    early: tuple[BarSegment, ...]  # the days a phone does not draw
-    recent: tuple[BarSegment, ...]  # the last UPTIME_BAR_DAYS_NARROW days
-
-
-def _segments(days: Sequence[DayView]) -> tuple[BarSegment, ...]:
-    out: list[BarSegment] = []
-    run: list[DayView] = []
-
-    def close() -> None:
-        if run:
-            out.append(BarSegment(first=run[0].date, last=run[-1].date, count=len(run)))
-            run.clear()
-
-    for day in days:
-        if day.worst_incident is None:
-            run.append(day)
-            if len(run) == MAX_RUN:
-                close()
-        else:
-            close()
-            out.append(BarSegment(first=day.date, last=day.date, count=1, day=day))
-    close()
-    return tuple(out)
-
-
-def bar_runs(days: Sequence[DayView], *, recent: int = UPTIME_BAR_DAYS_NARROW) -> BarRuns:
-    """The bars, oldest first, with no run crossing the line between what a phone hides
-    and what it draws (status.css hides the early part under 600 px)."""
-    split = max(0, len(days) - recent)
-    return BarRuns(early=_segments(days[:split]), recent=_segments(days[split:]))
-
-
-# --- The grid: bounded marks, quiet cells rendered once per column ------------------------------
-
-
-@dataclass(frozen=True)
-class GridCell:
-    day: DayView
-    marks: tuple[DayIncidentView, ...]
-    more: int  # incidents that day beyond the marks drawn
-    quiet: SafeString | None  # the cell's HTML when nothing happened (the same on every row)
-
-
-def grid_cells(days: Sequence[DayView], quiet: list[SafeString]) -> list[GridCell]:
-    return [
-        GridCell(
-            day=day,
-            marks=day.incidents[:GRID_MARKS],
-            more=max(0, len(day.incidents) - GRID_MARKS),
-            quiet=None if day.incidents or not day.status.is_operational else quiet[i],
-        )
-        for i, day in enumerate(days)
-    ]
-
 
 # --- Keys and assembly ----------------------------------------------------------------------------
 
@@ -119,17 +43,8 @@ class Cards:
     grid: SafeString  # the grid's row groups (tbody), each with its rows
 
 
-def _impacted(days: Sequence[DayView]) -> tuple[object, ...]:
-    return tuple(
-        (
-            d.date,
-            d.level,
-            d.status.impact,
-            tuple((i.incident.public_id, i.incident.title, i.level) for i in d.incidents),
-        )
-        for d in days
-        if d.incidents or not d.status.is_operational
-    )
+def _impacted(days: Sequence[Bar]) -> tuple[object, ...]:
+    return tuple(d for d in days if d.incident_count)
 
 
 def _page_context(page: StatusPage) -> tuple[object, ...]:
@@ -190,8 +105,9 @@ class _Builder:
         return render_to_string("public/_product_card.html", {"row": row})
 
     def grid_row(self, row: ProductRow) -> str:
+        url = reverse("public:product", args=[row.product.slug])
         return render_to_string(
-            "public/_grid_row.html", {"row": row, "cells": grid_cells(row.grid, self.quiet_cells())}
+            "public/_grid_row.html", {"row": row, "cells": grid_cells(row.grid, self.quiet_cells(), url)}
         )
 
     def group(self, kind: str, block: ProductBlock, members: list[SafeString]) -> str:

@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import pgettext
 
 from core.text import CONTROL_CHARS
-from incidents import uptime
+from incidents import daily, uptime
 from incidents.history_counts import history_month_counts, history_product_total
 from incidents.models import (
     ImpactWindow,
@@ -42,8 +42,7 @@ from public_site.pages import (
     PRODUCT_UPTIME_PERIODS,
     UPTIME_BAR_DAYS,
     UPTIME_BAR_DAYS_NARROW,
-    DayView,
-    day_views,
+    day_bars,
     display_zone,
     incident_refs,
     level_label,
@@ -93,7 +92,7 @@ class UptimePeriod:
 class ProductPage:
     product: Product
     status: str
-    days: tuple[DayView, ...]
+    days: tuple[daily.Bar, ...]
     uptime_periods: tuple[UptimePeriod, ...]
     incidents: tuple[PastIncident, ...]
     page: Page
@@ -197,7 +196,7 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
     return ProductPage(
         product=product,
         status=uptime.current_level(spans, now=now),
-        days=day_views(statuses, incident_refs(windows)),
+        days=day_bars(statuses, incident_refs(windows)),
         uptime_periods=periods,
         incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
         page=page,

@@ -54,6 +54,8 @@ UPTIME_BAR_DAYS = 90
 # A phone draws only the last 30 bars (status.css), and the figure beside them then
 # counts those 30 days: the figure always matches the bars a visitor sees.
 UPTIME_BAR_DAYS_NARROW = 30
+# Marks drawn in one day of the grid; the rest are "+N" (the product page lists them).
+GRID_MARKS = 3
 PRODUCT_UPTIME_PERIODS = (30, 90, 365)
 HISTORY_PRODUCT_PAGE_SIZE = 20
 FEED_SIZE = 50
@@ -107,56 +109,19 @@ def window_span(window: ImpactWindow) -> uptime.Span:
 IncidentRef = daily.IncidentName  # what a day names of an incident: its public id and title
 
 
-@dataclass(frozen=True)
-class DayIncidentView:
-    incident: IncidentRef
-    level: str
-
-    @property
-    def label(self) -> str:
-        return level_label(self.level)
-
-
-@dataclass(frozen=True)
-class DayView:
-    """One day of one product: a grid cell or an uptime bar."""
-
-    status: uptime.DayStatus
-    incidents: tuple[DayIncidentView, ...]
-
-    @property
-    def date(self) -> date:
-        return self.status.day.date
-
-    @property
-    def level(self) -> str:
-        return self.status.level
-
-    @property
-    def label(self) -> str:
-        return level_label(self.status.level)
-
-    @property
-    def impact(self) -> list[tuple[str, timedelta]]:
-        return [(level_label(level), delta) for level, delta in self.status.impact]
-
-    @property
-    def worst_incident(self) -> IncidentRef | None:
-        return self.incidents[0].incident if self.incidents else None
-
-
-def day_views(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]) -> tuple[DayView, ...]:
-    return tuple(
-        DayView(
-            status=s,
-            incidents=tuple(
-                DayIncidentView(incident=refs[i.incident_id], level=i.level)
-                for i in s.incidents
-                if i.incident_id in refs
-            ),
-        )
-        for s in statuses
-    )
+def day_bars(statuses: Sequence[uptime.DayStatus], refs: dict[int, IncidentRef]) -> tuple[daily.Bar, ...]:
+    """A product page's bars from its day statuses, as the status page reads them."""
+    out = []
+    for s in statuses:
+        named = [i for i in s.incidents if i.incident_id in refs]
+        if not named:
+            out.append(daily.quiet_bar(s.day.date))
+            continue
+        impact = dict(s.impact)
+        worst = refs[named[0].incident_id]
+        durations = tuple(impact.get(level, timedelta(0)) for level in daily.LEVEL_FIELDS)
+        out.append(daily.Bar(s.day.date, s.level, durations, worst.public_id, worst.title, len(named)))
+    return tuple(out)
 
 
 def incident_refs(windows: Iterable[ImpactWindow]) -> dict[int, IncidentRef]:
@@ -243,8 +208,8 @@ def impact_periods(windows: Iterable[ImpactWindow], *, now: datetime) -> int:
 class ProductRow:
     product: Product
     status: str
-    days: tuple[DayView, ...]  # the uptime bars, oldest first
-    grid: tuple[DayView, ...]  # the last STATUS_GRID_DAYS days, oldest first
+    days: tuple[daily.Bar, ...]  # the uptime bars, oldest first
+    grid: tuple[daily.Bar, ...]  # the last STATUS_GRID_DAYS days, oldest first, with their marks
     # Before `uptime`, whose name would hide the module's in the annotations below it.
     uptime_narrow: uptime.Uptime  # over the UPTIME_BAR_DAYS_NARROW days a phone shows
     uptime: uptime.Uptime
@@ -315,6 +280,22 @@ def timeline_prefetches() -> list[Prefetch]:
     ]
 
 
+def bars_uptime(
+    days: Sequence[uptime.Day], bars: Sequence[daily.Bar], now: datetime, weights: uptime.Weights
+) -> uptime.Uptime:
+    """The uptime over consecutive days from their bars: the days split the period, so each
+    level's time is the sum of its days' times (the stored rows count each minute once,
+    at its worst level)."""
+    impacted = [b.durations for b in bars if b.incident_count]
+    sums = [sum(column, timedelta(0)) for column in zip(*impacted, strict=True)] if impacted else []
+    return uptime.uptime_of_durations(
+        dict(zip(daily.LEVEL_FIELDS, sums, strict=False)),
+        start=days[0].start,
+        end=min(days[-1].end, now),
+        weights=weights,
+    )
+
+
 def _blocks(rows: list[ProductRow]) -> tuple[ProductBlock, ...]:
     # Grouped in Python: the database's NULL ordering differs (SQLite first, PostgreSQL
     # last), and ungrouped products should come after the groups on both.
@@ -337,45 +318,44 @@ def _blocks(rows: list[ProductRow]) -> tuple[ProductBlock, ...]:
 
 def status_page(*, now: datetime) -> StatusPage:
     """Everything `/` shows, in a fixed number of queries whatever the history: products,
-    their days (`incidents.daily.product_days`: the stored days of the range, the windows
-    not over yet), open incidents and their timelines."""
+    their days (`incidents.daily.page_days`: the stored days of the range as bars, the
+    windows not over yet), open incidents and their timelines."""
     weights = uptime_weights()
     grid_count = max(1, settings.STATUS_GRID_DAYS)
     day_count = max(UPTIME_BAR_DAYS, grid_count)
     last = today_local(now)
     products = list(products_public())
-    summary = daily.product_days(
+    summary = daily.page_days(
         first=last - timedelta(days=day_count - 1),
         last=last,
         now=now,
-        weights=weights,
         products=[p.pk for p in products],
+        marks_from=last - timedelta(days=grid_count - 1),
+        marks=GRID_MARKS,
     )
     days = summary.days
-    refs = summary.names
-
+    quiet_bars = tuple(daily.quiet_bar(d.date) for d in days)
     rows = []
     quiet: ProductRow | None = None  # products without impact share the same days and figures
     for product in products:
-        hit = product.pk in summary.impacted or product.pk in summary.levels
-        if not hit and quiet is not None:
+        mine = summary.bars.get(product.pk)
+        if mine is None and quiet is not None and product.pk not in summary.levels:
             rows.append(replace(quiet, product=product))
             continue
-        statuses = summary.statuses(product.pk)
-        views = day_views(statuses, refs)
+        bars = quiet_bars if mine is None else tuple(mine.get(b.date, b) for b in quiet_bars)
         rows.append(
             ProductRow(
                 product=product,
                 status=summary.level(product.pk),
-                days=views[-UPTIME_BAR_DAYS:],
-                grid=views[-grid_count:],
-                uptime=uptime.uptime_of_days(statuses[-UPTIME_BAR_DAYS:], now=now, weights=weights),
-                uptime_narrow=uptime.uptime_of_days(
-                    statuses[-UPTIME_BAR_DAYS_NARROW:], now=now, weights=weights
+                days=bars[-UPTIME_BAR_DAYS:],
+                grid=bars[-grid_count:],
+                uptime=bars_uptime(days[-UPTIME_BAR_DAYS:], bars[-UPTIME_BAR_DAYS:], now, weights),
+                uptime_narrow=bars_uptime(
+                    days[-UPTIME_BAR_DAYS_NARROW:], bars[-UPTIME_BAR_DAYS_NARROW:], now, weights
                 ),
             )
         )
-        if not hit:
+        if mine is None and product.pk not in summary.levels:
             quiet = rows[-1]
 
     open_items = [

@@ -16,6 +16,7 @@ from core.timezones import display_zone
 from incidents import daily, services, uptime
 from incidents.models import ImpactWindow, Incident, Product, ProductDay
 from incidents.selectors import windows_counted
+from public_site.pages import bars_uptime
 
 WEIGHTS = uptime.Weights()
 DAYS = 90
@@ -53,31 +54,46 @@ def reference(*, now: datetime, last: date, count: int = DAYS) -> Reference:
     return Reference(statuses=statuses, levels=levels, uptimes=uptimes)
 
 
-def summary(*, now: datetime, last: date, count: int = DAYS) -> daily.ProductDays:
-    return daily.product_days(
-        first=last - timedelta(days=count - 1),
-        last=last,
-        now=now,
-        weights=WEIGHTS,
-        products=list(Product.objects.values_list("pk", flat=True)),
-    )
+GRID_DAYS, MARKS = 14, 3
 
 
 def assert_same_as_reference(*, now: datetime, count: int = DAYS) -> None:
-    """The summary read at `now` gives exactly what every window gives."""
+    """The status page's read at `now` (`daily.page_days`, one row a stored day) gives
+    exactly what every window gives: each impacted day's level, time at each level,
+    worst incident and count, on the grid's days its first incidents worst first, each
+    product's level now and its uptime over the range and its last 30 days."""
     last = uptime.local_date(now, display_zone())
     ref = reference(now=now, last=last, count=count)
-    got = summary(now=now, last=last, count=count)
+    marks_from = last - timedelta(days=GRID_DAYS - 1)
+    page = daily.page_days(
+        first=last - timedelta(days=count - 1),
+        last=last,
+        now=now,
+        products=list(ref.statuses),
+        marks_from=marks_from,
+        marks=MARKS,
+    )
+    public = dict(Incident.objects.values_list("pk", "public_id"))
     for pk, expected in ref.statuses.items():
-        statuses = got.statuses(pk)
-        for mine, theirs in zip(statuses, expected, strict=True):
-            assert mine == theirs, (pk, mine.day.date)
-        assert got.level(pk) == ref.levels[pk], pk
+        bars = page.bars.get(pk, {})
+        assert set(bars) == {s.day.date for s in expected if s.incidents}, pk
+        for status in expected:
+            if not status.incidents:
+                continue
+            bar = bars[status.day.date]
+            ids = [public[i.incident_id] for i in status.incidents]
+            assert (bar.level, bar.impact, bar.public_id, bar.incident_count) == (
+                status.level,
+                status.impact,
+                ids[0],
+                len(ids),
+            ), (pk, status.day.date)
+            marks = [m.public_id for m in bar.marks]
+            assert marks == (ids[:MARKS] if status.day.date >= marks_from else []), (pk, status.day.date)
+        assert page.level(pk) == ref.levels[pk], pk
+        drawn = [bars.get(d.date) or daily.quiet_bar(d.date) for d in page.days]
         for n in (count, 30):
-            assert uptime.uptime_of_days(statuses[-n:], now=now, weights=WEIGHTS) == ref.uptimes[pk, n]
-        for status in statuses:
-            for i in status.incidents:
-                assert i.incident_id in got.names
+            assert bars_uptime(page.days[-n:], drawn[-n:], now, WEIGHTS) == ref.uptimes[pk, n], (pk, n)
 
 
 def stored() -> list[tuple[Any, ...]]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import re
-from datetime import UTC, date, timedelta
-from decimal import Decimal
+from datetime import date, timedelta
 from typing import Any
 
 import pytest
@@ -17,10 +16,10 @@ from django.test import Client
 from freezegun import freeze_time
 
 from edge.version import VERSION_KEY
-from incidents import services, uptime
+from incidents import daily, services
 from incidents.models import ImpactWindow
-from public_site import cards
-from public_site.pages import DayIncidentView, DayView, IncidentRef
+from public_site import cards, day_markup
+from public_site.pages import GRID_MARKS
 from tests.builders import make_group, make_incident, make_product, utc
 from tests.public.helpers import add_window
 
@@ -28,40 +27,34 @@ Level = ImpactWindow.Level
 NOW = utc(2026, 11, 29, 20, 0)  # 12:00 PST
 
 
-def _days(impacted: set[int], count: int = 90) -> list[DayView]:
+def _days(impacted: set[int], count: int = 90) -> list[daily.Bar]:
     first = date(2026, 9, 1)
     out = []
     for i in range(count):
         d = first + timedelta(days=i)
-        start = uptime.local_midnight(d, UTC)
-        day = uptime.Day(date=d, start=start, end=start + timedelta(days=1))
         if i in impacted:
-            status = uptime.DayStatus(day=day, level=Level.MAJOR_OUTAGE, downtime_minutes=Decimal(60))
-            ref = IncidentRef(public_id=f"inc{i}", title=f"Incident {i}")
-            out.append(
-                DayView(status=status, incidents=(DayIncidentView(incident=ref, level=Level.MAJOR_OUTAGE),))
-            )
+            hour = (timedelta(hours=1), timedelta(0), timedelta(0), timedelta(0))
+            out.append(daily.Bar(d, Level.MAJOR_OUTAGE, hour, f"inc{i}", f"Incident {i}", 1))
         else:
-            status = uptime.DayStatus(day=day, level=uptime.OPERATIONAL, downtime_minutes=Decimal(0))
-            out.append(DayView(status=status, incidents=()))
+            out.append(daily.quiet_bar(d))
     return out
 
 
 def test_it_draws_quiet_days_as_runs_split_where_a_phone_stops() -> None:
-    runs = cards.bar_runs(_days({70}))
-    assert [(s.count, s.day is not None) for s in runs.early] == [(60, False)]
-    assert [(s.count, s.day is not None) for s in runs.recent] == [(10, False), (1, True), (19, False)]
+    runs = day_markup.bar_runs(_days({70}))
+    assert [(s.length, s.day is not None) for s in runs.early] == [(60, False)]
+    assert [(s.length, s.day is not None) for s in runs.recent] == [(10, False), (1, True), (19, False)]
     assert runs.recent[1].first == date(2026, 9, 1) + timedelta(days=70)
     # Every day is drawn once, in order.
     segments = [*runs.early, *runs.recent]
-    assert sum(s.count for s in segments) == 90
+    assert sum(s.length for s in segments) == 90
     assert all(a.last < b.first for a, b in itertools.pairwise(segments))
 
 
 def test_it_never_makes_a_run_longer_than_the_stylesheet_sizes() -> None:
-    runs = cards.bar_runs(_days(set(), count=200), recent=30)
-    assert [s.count for s in runs.early] == [60, 60, 50]
-    assert max(s.count for s in runs.recent) <= cards.MAX_RUN
+    runs = day_markup.bar_runs(_days(set(), count=200), recent=30)
+    assert [s.length for s in runs.early] == [60, 60, 50]
+    assert max(s.length for s in runs.recent) <= day_markup.MAX_RUN
 
 
 @pytest.fixture
@@ -125,11 +118,20 @@ def test_it_bounds_the_marks_of_a_busy_day_in_the_grid(client: Client, frozen: N
         make_incident(title=f"Blip {i}", product=gmail, start=start, end=start + timedelta(minutes=20))
     html = _get(client)
     grid = html.split('id="grid-title"')[1].split('id="recent-title"')[0]
-    assert grid.count('class="grid__mark"') == cards.GRID_MARKS
+    assert grid.count('class="grid__mark"') == GRID_MARKS
     assert f'<a class="grid__more" href="/products/{gmail.slug}/" title="2 more incidents">' in grid
     assert "29 Nov: 2 more incidents" in grid
+    # Today's bar names the day's worst incident and how many more, in the tooltip and
+    # in the text a screen reader says; the product page lists them all.
+    card = _card(html, gmail.public_id)
+    bar = re.search(r'<a class="bar bar--\w+" href="/incidents/\w+/" title="([^"]+)"[^>]*>(.*?)</a>', card)
+    assert bar and bar.group(1).startswith("Sun 29 Nov 2026: ")
+    assert bar.group(1).endswith(" · Blip 0 and 4 more")
+    assert bar.group(2).endswith(" \u2013 Blip 0 and 4 more</span>")
+    assert "Blip 1" not in card
     french = _get(client, "/fr/")
     assert 'title="2 autres incidents"' in french
+    assert " · Blip 0 et 4 autres" in _card(french, gmail.public_id)
 
 
 @pytest.mark.django_db

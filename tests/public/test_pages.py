@@ -124,7 +124,7 @@ def test_it_puts_an_incident_crossing_midnight_on_two_grid_days(client: Client) 
     assert days["2026-11-25"].level == Level.MAJOR_OUTAGE
     assert days["2026-11-26"].level == Level.MAJOR_OUTAGE
     assert days["2026-11-27"].level == "operational"
-    assert [i.incident.public_id for i in days["2026-11-25"].incidents] == [incident.public_id]
+    assert [m.public_id for m in days["2026-11-25"].marks] == [incident.public_id]
 
     html = text(client.get("/"))
     grid = html.split('id="grid-title"')[1].split('id="recent-title"')[0]
