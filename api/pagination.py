@@ -31,7 +31,7 @@ from rest_framework import serializers
 from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.utils.urls import replace_query_param
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 50
@@ -200,9 +200,6 @@ class CursorPagination(BasePagination):
         ]
         url = self.request.build_absolute_uri()
         return replace_query_param(url, CURSOR_PARAM, _encode(values, backwards))
-
-    def first_page_link(self) -> str:
-        return remove_query_param(self.request.build_absolute_uri(), CURSOR_PARAM)
 
     def get_paginated_response(self, data: Any) -> Response:
         response = Response(

@@ -16,6 +16,7 @@ keep DRF's parsing: their values are looked up or parsed from strings by design.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
@@ -31,27 +32,37 @@ NAIVE_DATETIME = "Must include a time zone (`Z` or an offset such as `+02:00`)."
 DATE = "Must be a date string (YYYY-MM-DD)."
 
 
+def _whole(value: Any) -> str | None:
+    # JSON Schema's integer includes 204.0; DRF makes it 204.
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    return None if whole and not isinstance(value, bool) else INTEGER
+
+
+def _number(value: Any) -> str | None:
+    return None if isinstance(value, int | float) and not isinstance(value, bool) else NUMBER
+
+
+# Field class -> the check of a sent value's JSON type; the first match wins, so the more
+# specific classes come first (a ChoiceField's own parsing names its error).
+_CHECKS: tuple[tuple[type | tuple[type, ...], Callable[[Any], str | None]], ...] = (
+    (serializers.BooleanField, lambda v: None if isinstance(v, bool) else BOOLEAN),
+    ((serializers.ChoiceField, serializers.DecimalField, serializers.RelatedField), lambda v: None),
+    (serializers.CharField, lambda v: None if isinstance(v, str) else STRING),
+    (serializers.IntegerField, _whole),
+    (serializers.FloatField, _number),
+    (serializers.DateTimeField, lambda v: _datetime_problem(v)),
+    (serializers.DateField, lambda v: None if isinstance(v, str | date) else DATE),
+)
+
+
 def wrong_type(field: serializers.Field, value: Any) -> Any:
     """What is wrong with the JSON type of `value` for `field`: a message, a dict of
     them by list index, or None when the type is right."""
     if value is None:
         return None
-    if isinstance(field, serializers.BooleanField):
-        return None if isinstance(value, bool) else BOOLEAN
-    if isinstance(field, serializers.ChoiceField | serializers.DecimalField | serializers.RelatedField):
-        return None
-    if isinstance(field, serializers.CharField):
-        return None if isinstance(value, str) else STRING
-    if isinstance(field, serializers.IntegerField):
-        # JSON Schema's integer includes 204.0; DRF makes it 204.
-        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        return None if whole and not isinstance(value, bool) else INTEGER
-    if isinstance(field, serializers.FloatField):
-        return None if isinstance(value, int | float) and not isinstance(value, bool) else NUMBER
-    if isinstance(field, serializers.DateTimeField):
-        return _datetime_problem(value)
-    if isinstance(field, serializers.DateField):
-        return None if isinstance(value, str | date) else DATE
+    for kinds, check in _CHECKS:
+        if isinstance(field, kinds):
+            return check(value)
     if isinstance(field, serializers.ListField) and isinstance(value, list):
         items = {index: wrong_type(field.child, item) for index, item in enumerate(value)}
         return {index: [message] for index, message in items.items() if message} or None

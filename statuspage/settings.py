@@ -17,6 +17,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from statuspage import conventions
 from statuspage.api_schema import API_TAGS, ENUM_NAME_OVERRIDES
 from statuspage.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -71,8 +72,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
-    # Takes or makes X-Request-ID, before anything can answer or log.
-    "edge.problems.RequestIdMiddleware",
+    "edge.problems.RequestIdMiddleware",  # X-Request-ID, before anything answers or logs
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Before load shedding, so that even a 503 speaks the page's language.
@@ -89,8 +89,7 @@ MIDDLEWARE = [
     "edge.middleware.LoginRateLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Under /api/: crashes and refusals as problem details, even with DEBUG on.
-    "api.exceptions.ApiProblemMiddleware",
+    "api.exceptions.ApiProblemMiddleware",  # /api/ errors as problem details, DEBUG or not
     "edge.middleware.DatabaseUnavailableMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
@@ -382,8 +381,7 @@ NUM_PROXIES = env_int("NUM_PROXIES", 0)
 REST_FRAMEWORK.update(
     {
         "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
-        # `Accept: application/problem+json` alone is served JSON, not refused with a 406.
-        "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.parsers.ProblemAwareNegotiation",
+        "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.parsers.ProblemAwareNegotiation",  # problem+json: no 406
         # JSON bodies nested past a fixed depth are a 400, not a RecursionError (a 500).
         "DEFAULT_PARSER_CLASSES": [
             "api.parsers.DepthLimitedJSONParser",
@@ -441,19 +439,7 @@ CORS_URLS_REGEX = (
 CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_METHODS = ["GET", "HEAD", "OPTIONS"]
 CORS_ALLOW_CREDENTIALS = False
-# Response headers a script on another origin may read (the schema declares them).
-CORS_EXPOSE_HEADERS = [
-    "ETag",
-    "Location",
-    "Link",
-    "RateLimit",
-    "RateLimit-Policy",
-    "Retry-After",
-    "Idempotent-Replayed",
-    "X-Request-ID",
-    "Deprecation",
-    "Sunset",
-]
+CORS_EXPOSE_HEADERS = conventions.CORS_EXPOSE_HEADERS  # readable by scripts on other origins
 
 # --- Security (production) ------------------------------------------------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_PROXY", False) else None
@@ -611,14 +597,4 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    # Every record names the request it was written for (X-Request-ID; "-" outside one).
-    "filters": {"request_id": {"()": "edge.problems.RequestIdLogFilter"}},
-    "formatters": {"default": {"format": "%(levelname)s %(name)s [%(request_id)s] %(message)s"}},
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "filters": ["request_id"], "formatter": "default"}
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-}
+LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))

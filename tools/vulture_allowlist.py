@@ -15,6 +15,8 @@ NAMED_IN_SETTINGS = (
     _.postprocess,  # SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]
     _._get_schema_response,  # SpectacularAPIView's hook, overridden by api.schema_view
     _.login_client_address,  # AXES_CLIENT_IP_CALLABLE
+    _.ProblemAwareNegotiation,  # REST_FRAMEWORK["DEFAULT_CONTENT_NEGOTIATION_CLASS"]
+    _.RequestIdLogFilter,  # LOGGING["filters"]
 )
 FOUND_BY_FRAMEWORKS = (
     # drf-spectacular registers OpenApiAuthenticationExtension subclasses when they are defined.
