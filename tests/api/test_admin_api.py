@@ -95,7 +95,7 @@ def test_a_refused_tier_leaves_the_terms_as_they_were(alice: User) -> None:
     body = {"target": "99.5", "tiers": [{"below": "99", "credit": "1"}, {"below": "99", "credit": "2"}]}
     refused = _send(_client(alice), "patch", f"/api/v1/sla-policies/{policy.pk}/", body)
     assert refused.status_code == 400
-    assert "tiers" in refused.json()["error"]["fields"]
+    assert "tiers" in refused.json()["errors"]
     policy.refresh_from_db()
     assert policy.target == D("99.9") and policy.tiers.count() == 1
 
@@ -106,8 +106,8 @@ def test_deleting_a_policy_in_use_is_a_409_that_says_why(alice: User, world: Wor
     credit_services.customer_create(name="Initech", billing_emails=["ap@initech.example"], policy=held)
     answer = api.delete(f"/api/v1/sla-policies/{held.pk}/")
     assert answer.status_code == 409
-    error = answer.json()["error"]
-    assert error["code"] == "in_use" and "1 customer(s)" in error["message"]
+    error = answer.json()
+    assert error["code"] == "in_use" and "1 customer(s)" in error["detail"]
     assert SLAPolicy.objects.filter(pk=held.pk).exists()
 
     # Named by an entitlement only.
@@ -120,7 +120,7 @@ def test_deleting_a_policy_in_use_is_a_409_that_says_why(alice: User, world: Wor
     noticed = _policy("Noticed")
     _notice(other, noticed)
     answer = api.delete(f"/api/v1/sla-policies/{noticed.pk}/")
-    assert answer.status_code == 409 and "credit notices" in answer.json()["error"]["message"]
+    assert answer.status_code == 409 and "credit notices" in answer.json()["detail"]
     assert SLAPolicy.objects.count() == 3
 
 
@@ -166,7 +166,7 @@ def test_a_customer_is_deleted_unless_it_has_credit_notices(alice: User, world: 
     _notice(kept, _policy())
     answer = api.delete(f"/api/v1/customers/{kept.pk}/")
     assert answer.status_code == 409
-    assert "sla_eligible" in answer.json()["error"]["message"]
+    assert "sla_eligible" in answer.json()["detail"]
     assert Customer.objects.filter(pk=kept.pk).exists()
 
 
@@ -204,7 +204,7 @@ def test_an_integration_that_received_alerts_is_not_deleted(alice: User, world: 
     )
     answer = api.delete(f"/api/v1/alert-integrations/{used.pk}/")
     assert answer.status_code == 409
-    assert "is_active" in answer.json()["error"]["message"]
+    assert "is_active" in answer.json()["detail"]
     assert Integration.objects.filter(pk=used.pk).exists()
 
 
@@ -230,11 +230,11 @@ def test_rules_are_created_updated_and_deleted_but_the_default_stays(alice: User
     assert listed["count"] == 2
     default = MappingRule.objects.get(integration=integration, is_default=True)
     refused = api.delete(f"/api/v1/alert-rules/{default.pk}/")
-    assert refused.status_code == 400 and "default rule" in refused.json()["error"]["message"]
+    assert refused.status_code == 400 and "default rule" in refused.json()["detail"]
     moved = _send(
         api, "patch", f"/api/v1/alert-rules/{rule_id}/", {"integration": _integration(world, "B").pk}
     )
-    assert moved.status_code == 400 and "integration" in moved.json()["error"]["fields"]
+    assert moved.status_code == 400 and "integration" in moved.json()["errors"]
     assert api.delete(f"/api/v1/alert-rules/{rule_id}/").status_code == 204
     assert MappingRule.objects.filter(integration=integration).count() == 1
 
@@ -268,7 +268,7 @@ def test_bad_input_is_a_400_naming_the_field(
     before = (SLAPolicy.objects.count(), Customer.objects.count(), Integration.objects.count())
     answer = _send(_client(alice), "post", url, body)
     assert answer.status_code == 400, answer.content
-    assert field in answer.json()["error"]["fields"], answer.json()
+    assert field in answer.json()["errors"], answer.json()
     assert (SLAPolicy.objects.count(), Customer.objects.count(), Integration.objects.count()) == before
 
 
@@ -276,7 +276,7 @@ def test_a_rule_without_matchers_is_refused_by_the_service(alice: User, world: W
     integration = _integration(world)
     body = {"integration": integration.pk, "product": world.storage.slug}
     answer = _send(_client(alice), "post", "/api/v1/alert-rules/", body)
-    assert answer.status_code == 400 and "matchers" in answer.json()["error"]["fields"]
+    assert answer.status_code == 400 and "matchers" in answer.json()["errors"]
     assert MappingRule.objects.filter(integration=integration).count() == 1
 
 
@@ -316,7 +316,7 @@ def test_each_write_needs_its_duty(world: World, role: str, allowed: set[str]) -
             assert answer.status_code == 201, (role, url, answer.content)
         else:
             assert answer.status_code == 403, (role, url, answer.status_code)
-            assert "Your role does not allow you to" in answer.json()["error"]["message"]
+            assert "Your role does not allow you to" in answer.json()["detail"]
 
 
 def test_deletes_need_the_duty_too(world: World) -> None:

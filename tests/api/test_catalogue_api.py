@@ -74,7 +74,7 @@ def test_a_product_with_history_is_archived_not_deleted(
     )
     refused = send(staff_api, "delete", "/api/v1/products/meet/")
     error = assert_error(refused, 409, "in_use")
-    assert "archive it instead" in error["message"]
+    assert "archive it instead" in error["detail"]
     assert Product.objects.filter(slug="meet").exists()
 
     archived = send(staff_api, "post", "/api/v1/products/meet/archive/")
@@ -93,7 +93,7 @@ def test_a_product_with_history_is_archived_not_deleted(
         f"/api/v1/incidents/{world.ongoing.public_id}/windows/",
         {"product": "meet", "level": "partial_outage", "started_at": "2026-10-09T11:30:00Z"},
     )
-    assert "product" in assert_error(window, 400, "invalid")["fields"]
+    assert "product" in assert_error(window, 400, "invalid")["errors"]
 
     restored = send(staff_api, "post", "/api/v1/products/meet/restore/")
     assert restored.status_code == 200 and restored.json()["archived_at"] is None
@@ -102,7 +102,7 @@ def test_a_product_with_history_is_archived_not_deleted(
 
 def test_a_product_with_open_impact_is_not_archived(staff_api: Client, world: World) -> None:
     refused = send(staff_api, "post", "/api/v1/products/cloud-storage/archive/")
-    assert "archived" in assert_error(refused, 400, "invalid")["fields"]
+    assert "archived" in assert_error(refused, 400, "invalid")["errors"]
     assert Product.objects.get(slug="cloud-storage").archived_at is None
 
 
@@ -122,7 +122,7 @@ def test_bad_product_input_names_the_field(
     staff_api: Client, world: World, payload: dict[str, Any], field: str
 ) -> None:
     response = send(staff_api, "post", "/api/v1/products/", payload)
-    assert field in assert_error(response, 400, "invalid")["fields"], response.json()
+    assert field in assert_error(response, 400, "invalid")["errors"], response.json()
     assert not Product.objects.filter(slug="meet").exists()
 
 
@@ -144,7 +144,7 @@ def test_staff_manage_product_groups(staff_api: Client, anon: Client, world: Wor
     )
     assert renamed.status_code == 200 and renamed.json()["name"] == "Data"
     clash = send(staff_api, "patch", f"/api/v1/product-groups/{group_id}/", {"name": "Workspace"})
-    assert "name" in assert_error(clash, 400, "invalid")["fields"]
+    assert "name" in assert_error(clash, 400, "invalid")["errors"]
 
     # A group is not history: deleting it leaves its products ungrouped.
     assert send(staff_api, "delete", f"/api/v1/product-groups/{group_id}/").status_code == 204
@@ -190,14 +190,14 @@ def test_staff_manage_locations_and_history_refuses_deletes(staff_api: Client, w
     )
     assert changed.status_code == 200 and changed.json()["display_name"] == "St. Ghislain"
     inside_itself = send(staff_api, "patch", "/api/v1/locations/europe-west1/", {"parent": "europe-west1-b"})
-    assert "parent" in assert_error(inside_itself, 400, "invalid")["fields"]
+    assert "parent" in assert_error(inside_itself, 400, "invalid")["errors"]
 
     # A region with a zone inside it, and a zone with impact windows, are history.
     assert_error(send(staff_api, "delete", "/api/v1/locations/europe-west1/"), 409, "in_use")
     assert (
         "impact windows"
         in assert_error(send(staff_api, "delete", "/api/v1/locations/us-central1-b/"), 409, "in_use")[
-            "message"
+            "detail"
         ]
     )
     assert Location.objects.filter(name__in=["europe-west1", "us-central1-b"]).count() == 2
@@ -227,7 +227,7 @@ def test_only_staff_who_may_edit_write_the_catalogue(
     assert_error(send(client_for(bob), method, url, payload), 403, "permission_denied")  # not staff
     assert_error(send(client_for(alice, "read"), method, url, payload), 403, "permission_denied")  # read key
     denied = assert_error(send(viewer, method, url, payload), 403, "permission_denied")  # role
-    assert "role" in denied["message"]
+    assert "role" in denied["detail"]
     assert send(anon, method, url, payload).status_code == 401
     assert list(Product.objects.values_list("slug", "position", "archived_at").order_by("slug")) == before
     assert not ProductGroup.objects.filter(name="Storage").exists()

@@ -71,7 +71,7 @@ def test_bad_action_item_input_names_the_field(
     field: str,
 ) -> None:
     response = send(staff_api, method, f"/api/v1/action-items/{item.pk}/{suffix}", payload)
-    assert field in assert_error(response, 400, "invalid")["fields"]
+    assert field in assert_error(response, 400, "invalid")["errors"]
     item.refresh_from_db()
     assert (item.priority, item.status, item.owner) == ("P2", "open", None)
 
@@ -162,7 +162,7 @@ def test_report_sections_are_read_and_edited_with_if_match(
     stale = send(staff_api, "patch", url, {"summary": "Other."}, **{"If-Match": report["ETag"]})
     assert_error(stale, 412, "precondition_failed")
     bad = send(staff_api, "patch", url, {"sumary": "typo"})
-    assert "sumary" in assert_error(bad, 400, "invalid")["fields"]
+    assert "sumary" in assert_error(bad, 400, "invalid")["errors"]
     assert (
         IncidentReport.objects.get(incident=world.drafted).summary == "DRAFT-ONLY wording that is not ready."
     )
@@ -177,7 +177,7 @@ def test_a_draft_is_deleted_and_a_public_incident_is_not(
     staff_api: Client, user_api: Client, world: World
 ) -> None:
     public = send(staff_api, "delete", f"/api/v1/incidents/{world.ongoing.public_id}/")
-    assert "draft" in assert_error(public, 409, "in_use")["message"]
+    assert "draft" in assert_error(public, 409, "in_use")["detail"]
     assert_error(
         send(user_api, "delete", f"/api/v1/incidents/{world.hidden.public_id}/"), 403, "permission_denied"
     )

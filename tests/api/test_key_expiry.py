@@ -49,7 +49,7 @@ def test_a_key_with_an_expiry_works_until_then_and_is_a_401_after() -> None:
     ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     expired = own.get("/api/v1/keys/")
     assert expired.status_code == 401
-    assert "expired" in expired.json()["error"]["message"]
+    assert "expired" in expired.json()["detail"]
     assert expired["WWW-Authenticate"].startswith("Bearer")
 
 
@@ -65,7 +65,7 @@ def test_a_bad_expiry_is_a_400_naming_the_field(expires_at: str, message: str) -
     dana = staff("dana", "Integrations")
     answer = create(api(dana), {"name": "ci", "expires_at": expires_at})
     assert answer.status_code == 400, answer.content
-    assert message in " ".join(answer.json()["error"]["fields"]["expires_at"])
+    assert message in " ".join(answer.json()["errors"]["expires_at"])
     assert ApiKey.objects.filter(user=dana).count() == 1  # only the one the test made
 
 
@@ -102,7 +102,7 @@ def test_without_users_manage_only_ones_own_keys_are_seen_or_revoked() -> None:
     client = api(dana)
     refused = client.get("/api/v1/keys/?everyone=true")
     assert refused.status_code == 403
-    assert "manage users and roles" in refused.json()["error"]["message"]
+    assert "manage users and roles" in refused.json()["detail"]
     assert erins.pk not in [k["id"] for k in client.get("/api/v1/keys/").json()]
     assert client.get(f"/api/v1/keys/{erins.pk}/").status_code == 404
     assert client.delete(f"/api/v1/keys/{erins.pk}/").status_code == 404
@@ -115,4 +115,4 @@ def test_without_users_manage_only_ones_own_keys_are_seen_or_revoked() -> None:
 
 def test_an_unknown_query_parameter_on_the_key_list_is_a_400() -> None:
     answer = api(staff("dana", "Integrations")).get("/api/v1/keys/?user=erin")
-    assert answer.status_code == 400 and "user" in answer.json()["error"]["fields"]
+    assert answer.status_code == 400 and "user" in answer.json()["errors"]

@@ -89,6 +89,8 @@ LIVE_IDS = {
     # Issue 31, administration.
     "integration": "integrations",
     "default_product": "products",
+    # Issue 31, catalogue: a location inside another (a region).
+    "parent": "regions",
 }
 # Times, in the order they must come (an end not before its start, detection not before
 # the start of impact, ...). The schema says each bound in words: JSON Schema cannot
@@ -118,6 +120,7 @@ def _live(world: World) -> dict[str, list[Any]]:
         "incidents": [i.public_id for i in incidents],
         "products": [world.gmail.slug, world.storage.slug, world.internal.slug],
         "locations": [world.region.name, world.zone.name],
+        "regions": [world.region.name],
         "policies": [policy.pk],
         "staff": ["alice"],
         "integrations": [
@@ -197,6 +200,8 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
         body["confirmation"] = confirm.send_plan(ids=[]).token
     if path.endswith("/subscribers/"):
         _realistic_subscriber(body, live)
+    if "/templates/" in path and body.get("kind") == "incident" and not str(body.get("title", "")).strip():
+        body["title"] = "Templated incident"  # the schema says it in words: incident templates need one
 
 
 # Issue 31 (subscribers): what a subscriber's create needs besides its schema: an address

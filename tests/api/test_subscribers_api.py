@@ -169,7 +169,7 @@ def test_it_refuses_bad_creates_naming_the_field(
 ) -> None:
     response = _post(staff_api, URL, data)
     assert response.status_code == 400, response.content
-    assert field in response.json()["error"]["fields"]
+    assert field in response.json()["errors"]
     assert Subscriber.objects.count() == 3
     assert mail.outbox == []
 
@@ -223,12 +223,12 @@ def test_it_sends_a_test_event_and_rotates_a_webhooks_secret(
     for action in ("test-event", "rotate-secret"):
         refused = _post(staff_api, f"{URL}{email.pk}/{action}/")
         assert refused.status_code == 409, refused.content
-        assert "generic webhook" in refused.json()["error"]["message"]
+        assert "generic webhook" in refused.json()["detail"]
 
 
 def test_a_subscriber_known_already_is_a_conflict(
     staff_api: Client, subscribers: dict[str, Subscriber]
 ) -> None:
     response = _post(staff_api, URL, {"email": "OPS@example.com", "confirmed": True})
-    assert response.status_code == 409 and "subscribed already" in response.json()["error"]["message"]
+    assert response.status_code == 409 and "subscribed already" in response.json()["detail"]
     assert Subscriber.objects.count() == 3 and mail.outbox == []

@@ -63,7 +63,7 @@ def test_bad_template_input_names_the_field(
     staff_api: Client, template: MessageTemplate, payload: dict[str, Any], field: str
 ) -> None:
     response = send(staff_api, "post", "/api/v1/templates/", payload)
-    assert field in assert_error(response, 400, "invalid")["fields"], response.json()
+    assert field in assert_error(response, 400, "invalid")["errors"], response.json()
     assert MessageTemplate.objects.count() == 1
 
 
@@ -79,6 +79,6 @@ def test_templates_are_for_staff_who_may_write_them(
     viewer.groups.add(Group.objects.get(name="Viewer"))
     assert client_for(viewer).get(url).status_code == 200
     denied = assert_error(send(client_for(viewer), "delete", url), 403, "permission_denied")
-    assert "templates" in denied["message"]
+    assert "templates" in denied["detail"]
     template.refresh_from_db()
     assert template.body == "We are looking."
