@@ -26,6 +26,7 @@ import csv
 import io
 import os
 import re
+import time
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -105,10 +106,18 @@ def _mark(page: Any) -> str:
 
 
 def _public(chromium: Any, live_server: Any, path: str, viewport: str) -> tuple[Any, Any]:
-    """An anonymous visitor's page (a fresh context: nothing cached, not signed in)."""
+    """An anonymous visitor's page (a fresh context: nothing cached, not signed in).
+
+    Under load the page cache may answer the previous copy, marked stale, while the fresh
+    one renders (ADR 0003); a visitor's page catches up within seconds, so this reloads
+    until the answer is fresh, for at most 20 s."""
     context = chromium.new_context(viewport=console_browser.WIDTHS[viewport])
     page = context.new_page()
-    page.goto(live_server.url + path)
+    response = page.goto(live_server.url + path)
+    deadline = time.monotonic() + 20
+    while response is not None and response.headers.get("x-status-snapshot") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        response = page.reload()
     return context, page
 
 
