@@ -146,6 +146,8 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
     """
     if case.query and "cursor" in case.query:
         del case.query["cursor"]
+    if case.headers and "If-Match" in case.headers:
+        del case.headers["If-Match"]  # a made-up ETag is rightly a 412, like a made-up cursor
     if case.headers and "Idempotency-Key" in case.headers:
         # A key already used with another body is rightly a 422: keys are live state too.
         case.headers["Idempotency-Key"] = f"fuzz-{next(_KEYS)}"
