@@ -32,3 +32,9 @@ def logging_config(level: str) -> dict[str, Any]:
         },
         "root": {"handlers": ["console"], "level": level},
     }
+
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in ("UserAttributeSimilarityValidator", "MinimumLengthValidator", "CommonPasswordValidator")
+]

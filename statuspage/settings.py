@@ -55,12 +55,13 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
-    # Rooms, top to bottom (import-linter holds the order; see pyproject.toml).
+    # Rooms, top to bottom (import-linter holds the order; see pyproject.toml):
     "demo",
     "console",
     "public_site",
     "api",
     "insights",
+    "postmortems",
     "credits",
     "subscriptions",
     "alerts",
@@ -333,11 +334,7 @@ STORAGES = {
 }
 
 # --- Auth -------------------------------------------------------------------------------------
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-]
+AUTH_PASSWORD_VALIDATORS = conventions.AUTH_PASSWORD_VALIDATORS
 LOGIN_URL = "admin:login"
 
 # Logins lock per account-and-address pair (AXES_*; edge.ratelimit's address), so the owner

@@ -34,6 +34,7 @@ ROOMS = [
     "incidents",
     "insights",
     "outbox",
+    "postmortems",
     "public_site",
     "statuspage",
     "subscriptions",
