@@ -16,7 +16,6 @@ import re
 from pathlib import Path
 
 import pytest
-from django.apps import apps
 from django.core.management import call_command
 from django.core.management.color import no_style
 from django.db import connection
@@ -42,9 +41,11 @@ def _restart_sequences() -> None:
     # Group component ids and timeline update ids are database ids. PostgreSQL sequences
     # keep counting across rolled-back tests, so start them again from 1 (the tables are
     # empty inside this test's transaction): the pages then match whatever ran before.
+    # SQLite keeps its counters in sqlite_sequence, which a transactional test's flush
+    # leaves counting: reset them by name, which works on both engines.
     with connection.cursor() as cursor:
-        managed = [model for model in apps.get_models() if model._meta.managed]  # core.Access has no table
-        for sql in connection.ops.sequence_reset_sql(no_style(), managed):
+        sequences = connection.introspection.sequence_list()
+        for sql in connection.ops.sequence_reset_by_name_sql(no_style(), sequences):
             cursor.execute(sql)
 
 
