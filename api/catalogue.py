@@ -4,8 +4,6 @@ what it would remove (docs/api.md, "Managing the catalogue")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from django.urls import reverse
@@ -16,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -30,26 +28,10 @@ from api.base import (
     acting_user,
     errors,
 )
+from api.conflicts import delete_errors, refused_when_in_use
 from api.permissions import ReadPublicWriteStaff, is_staff
 from incidents import services
 from incidents.models import Location, ProductGroup
-
-# --- Refusals ------------------------------------------------------------------------------
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "History refers to this resource, so it cannot be deleted."
-    default_code = "in_use"
-
-
-@contextmanager
-def conflict_if_in_use() -> Iterator[None]:
-    """A service's `InUse` refusal (history refers to the row) as a 409 with its message."""
-    try:
-        yield
-    except services.InUse as refused:
-        raise Conflict(" ".join(refused.messages)) from None
 
 
 def validated(serializer_class: type[Serializer], data: Any, *, partial: bool = False) -> dict[str, Any]:
@@ -58,15 +40,14 @@ def validated(serializer_class: type[Serializer], data: Any, *, partial: bool = 
     return dict(serializer.validated_data)
 
 
-IN_USE = OpenApiResponse(
-    s.ErrorSerializer,
-    description="History refers to it (`code: in_use`); the message says what to do instead "
-    "(a product with impact windows is archived).",
+IN_USE = (
+    "History refers to it (`code: in_use`); the message says what to do instead "
+    "(a product with impact windows is archived)."
 )
 
 
-def delete_errors() -> dict[int, OpenApiResponse]:
-    return {**errors(*EDIT_ERRORS), 409: IN_USE}
+def catalogue_delete_errors() -> dict[int, OpenApiResponse]:
+    return delete_errors(IN_USE, EDIT_ERRORS)
 
 
 # --- Input -----------------------------------------------------------------------------------
@@ -201,18 +182,16 @@ class ProductGroupViewSet(APIMixin, viewsets.ModelViewSet):
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.product_group_delete(group=group, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 __all__ = [
-    "Conflict",
     "LocationWriteSerializer",
     "ProductGroupSerializer",
     "ProductGroupViewSet",
     "ProductWriteSerializer",
-    "conflict_if_in_use",
-    "delete_errors",
+    "catalogue_delete_errors",
     "validated",
 ]

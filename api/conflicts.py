@@ -13,6 +13,9 @@ from api import serializers as s
 from api.base import errors
 from core.errors import InUse
 
+# The errors a staff DELETE documents besides its 409.
+DELETE_ERRORS = (401, 403, 404, 412, 429, 503)
+
 
 class InUseConflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
@@ -28,9 +31,6 @@ def refused_when_in_use() -> Iterator[None]:
         raise InUseConflict(" ".join(refused.messages)) from None
 
 
-def delete_errors(in_use: str) -> dict[int, OpenApiResponse]:
+def delete_errors(in_use: str, codes: tuple[int, ...] = DELETE_ERRORS) -> dict[int, OpenApiResponse]:
     """A DELETE's documented errors; its 409 says what refuses it."""
-    return {
-        **errors(401, 403, 404, 412, 429, 503),
-        409: OpenApiResponse(s.ErrorSerializer, description=in_use),
-    }
+    return {**errors(*codes), 409: OpenApiResponse(s.ErrorSerializer, description=in_use)}

@@ -29,10 +29,10 @@ from api.base import (
 from api.catalogue import (
     LocationWriteSerializer,
     ProductWriteSerializer,
-    conflict_if_in_use,
-    delete_errors,
+    catalogue_delete_errors,
     validated,
 )
+from api.conflicts import refused_when_in_use
 from api.permissions import ReadPublicWriteStaff, is_staff
 from incidents import selectors, services
 from incidents.models import Location, Product
@@ -104,7 +104,7 @@ IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with
         "archive it instead (`POST .../archive/`)." + IF_MATCH,
         parameters=[SLUG_PARAMETER],
         request=None,
-        responses={204: None, **delete_errors()},
+        responses={204: None, **catalogue_delete_errors()},
     ),
 )
 class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -156,7 +156,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         product = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.product_delete(product=product, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -216,7 +216,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
         "answer 409." + IF_MATCH,
         parameters=[NAME_PARAMETER],
         request=None,
-        responses={204: None, **delete_errors()},
+        responses={204: None, **catalogue_delete_errors()},
     ),
 )
 class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
@@ -248,6 +248,6 @@ class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         location = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.location_delete(location=location, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
