@@ -22,17 +22,13 @@ from rest_framework.response import Response
 
 from alerts import services
 from alerts.models import Integration, MappingRule
-from api.base import APIMixin, acting_user, errors
+from api.base import STAFF_EDIT_ERRORS, STAFF_ERRORS, STAFF_WRITE_ERRORS, APIMixin, acting_user, errors
 from api.conflicts import delete_errors, refused_when_in_use
 from api.filters import StrictQuery
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line
 from incidents.models import ImpactLevel, IncidentImpact, Location, Product
 
-READ_ERRORS = errors(400, 401, 403, 404, 429)
-# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
-CREATE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
-EDIT_ERRORS = errors(400, 401, 403, 404, 412, 429)
 INT4 = 2**31 - 1
 
 
@@ -167,24 +163,25 @@ class RuleFilter(StrictQuery):
 @extend_schema_view(
     list=extend_schema(
         summary="List alert integrations (staff)",
-        responses={200: IntegrationSerializer(many=True), **READ_ERRORS},
+        responses={200: IntegrationSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="An alert integration (staff)", responses={200: IntegrationSerializer, **READ_ERRORS}
+        summary="An alert integration (staff)",
+        responses={200: IntegrationSerializer, **errors(*STAFF_ERRORS)},
     ),
     create=extend_schema(
         summary="Create an alert integration (staff)",
         description="Needs `alerts.manage`. Makes its default rule and a fresh secret, shown once in "
         "`secret`.",
         request=IntegrationCreateSerializer,
-        responses={201: IssuedIntegrationSerializer, **CREATE_ERRORS},
+        responses={201: IssuedIntegrationSerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update an alert integration (staff)",
         description="Needs `alerts.manage`. Send its `ETag` as `If-Match` to refuse the write (412) if "
         "it changed since you read it.",
         request=IntegrationUpdateSerializer,
-        responses={200: IntegrationSerializer, **EDIT_ERRORS},
+        responses={200: IntegrationSerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete an alert integration and its rules (staff)",
@@ -251,7 +248,7 @@ class AlertIntegrationViewSet(
         description="Needs `alerts.manage`. The new secret is shown once in `secret`; the old one stops "
         "working at once.",
         request=None,
-        responses={200: IssuedIntegrationSerializer, **CREATE_ERRORS},
+        responses={200: IssuedIntegrationSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request: Request, pk: str | None = None) -> Response:
@@ -265,22 +262,22 @@ class AlertIntegrationViewSet(
     list=extend_schema(
         summary="List alert mapping rules (staff)",
         parameters=[RuleFilter],
-        responses={200: RuleSerializer(many=True), **READ_ERRORS},
+        responses={200: RuleSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="An alert mapping rule (staff)", responses={200: RuleSerializer, **READ_ERRORS}
+        summary="An alert mapping rule (staff)", responses={200: RuleSerializer, **errors(*STAFF_ERRORS)}
     ),
     create=extend_schema(
         summary="Add a mapping rule to an integration (staff)",
         description="Needs `alerts.manage`. The first matching rule (by `position`) wins; the default "
         "rule (one per integration) catches the rest.",
-        responses={201: RuleSerializer, **CREATE_ERRORS},
+        responses={201: RuleSerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update a mapping rule (staff)",
         description="Needs `alerts.manage`; `integration` cannot change. Send its `ETag` as `If-Match` "
         "to refuse the write (412) if it changed since you read it.",
-        responses={200: RuleSerializer, **EDIT_ERRORS},
+        responses={200: RuleSerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete a mapping rule (staff)",

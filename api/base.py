@@ -68,6 +68,12 @@ WRITE_ERRORS = (400, 401, 403, 409, 413, 422, 429, 503)
 DETAIL_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 422, 429, 503)
 EDIT_ERRORS = (400, 401, 403, 404, 412, 413, 429, 503)
 STAFF_READ_ERRORS = (401, 403, 429, 503)
+# The staff-only SLA and alert resources (customers, SLA policies, credits, alert
+# integrations) document these; writes also take an Idempotency-Key: 409 while its first
+# request runs, 422 when reused.
+STAFF_ERRORS = (400, 401, 403, 404, 429)
+STAFF_WRITE_ERRORS = (400, 401, 403, 404, 409, 422, 429)
+STAFF_EDIT_ERRORS = (400, 401, 403, 404, 412, 429)
 
 
 class APIMixin(APIView):
