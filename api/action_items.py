@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +19,7 @@ from api.base import (
     EDIT_ERRORS,
     STAFF_READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
@@ -87,14 +87,7 @@ class ActionItemCloseSerializer(s.StrictSerializer):
         responses={200: s.ActionItemSerializer, **errors(*EDIT_ERRORS)},
     ),
 )
-class ActionItemViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
-):
+class ActionItemViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = s.ActionItemSerializer
     query_serializers = {"list": ActionItemFilterSerializer}

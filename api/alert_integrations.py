@@ -15,14 +15,21 @@ from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from alerts import services
 from alerts.models import Integration, MappingRule
-from api.base import STAFF_EDIT_ERRORS, STAFF_ERRORS, STAFF_WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.filters import StrictQuery
 from api.permissions import StaffOnly
@@ -190,18 +197,9 @@ class RuleFilter(StrictQuery):
         responses={204: None, **delete_errors("The integration has received alerts.")},
     ),
 )
-class AlertIntegrationViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class AlertIntegrationViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = IntegrationSerializer
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Integration]:
         return Integration.objects.prefetch_related("rules__product", "rules__location").order_by(
@@ -234,9 +232,6 @@ class AlertIntegrationViewSet(
             integration=integration, changes=dict(serializer.validated_data), actor=acting_user(request)
         )
         return Response(IntegrationSerializer(self.get_queryset().get(pk=integration.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():
@@ -285,19 +280,10 @@ class AlertIntegrationViewSet(
         responses={204: None, **errors(400, 401, 403, 404, 412, 429, 503)},
     ),
 )
-class AlertRuleViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class AlertRuleViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = RuleSerializer
     query_serializers = {"list": RuleFilter}
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[MappingRule]:
         return MappingRule.objects.select_related("integration", "product", "location").order_by(
@@ -336,9 +322,6 @@ class AlertRuleViewSet(
         current.update({k: v for k, v in changes.items() if k in RULE_EDITABLE})
         services.rule_save(integration=rule.integration, rule=rule, actor=acting_user(request), **current)
         return Response(self.get_serializer(self.get_queryset().get(pk=rule.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.rule_delete(rule=self.get_object(), actor=acting_user(request))

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from django.http import HttpResponsePermanentRedirect
 from django.urls import Resolver404, resolve
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import exceptions
+from rest_framework import exceptions, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
 from rest_framework.renderers import JSONRenderer
@@ -159,6 +159,14 @@ class PreconditionFailed(exceptions.APIException):
     status_code = 412
     default_detail = "The resource has changed since the ETag you sent (If-Match); fetch it again."
     default_code = "precondition_failed"
+
+
+class CrudViewSet(APIMixin, viewsets.ModelViewSet):
+    """A v1 resource that lists, reads, creates, changes and deletes. Changes are PATCH
+    only (send what changes): no PUT. A resource that refuses one of these leaves its
+    method out of `http_method_names` (the router then answers it 405)."""
+
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
 
 class APIRoot(APIMixin, APIRootView):

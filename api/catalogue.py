@@ -14,7 +14,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -24,7 +24,7 @@ from api.base import (
     EDIT_ERRORS,
     READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
@@ -148,11 +148,10 @@ GROUP_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The g
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class ProductGroupViewSet(APIMixin, viewsets.ModelViewSet):
+class ProductGroupViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = ProductGroupSerializer
     lookup_value_regex = "[0-9]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = ProductGroup.objects.order_by("position", "name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

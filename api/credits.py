@@ -15,7 +15,7 @@ from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -224,9 +224,7 @@ class NoticeFilterSerializer(StrictQuery):
         summary="A credit notice (staff)", responses={200: NoticeSerializer, **errors(*STAFF_ERRORS)}
     ),
 )
-class CreditNoticeViewSet(
-    APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
+class CreditNoticeViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer
     query_serializers = {"list": NoticeFilterSerializer, "export": PeriodSerializer}

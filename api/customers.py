@@ -13,12 +13,19 @@ from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.base import STAFF_EDIT_ERRORS, STAFF_ERRORS, STAFF_WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.credits import PERIOD_PATTERN, StatementQuerySerializer, StatementSerializer
 from api.permissions import StaffOnly
@@ -93,19 +100,10 @@ ENTITLEMENT_ID = OpenApiParameter("entitlement_id", int, OpenApiParameter.PATH)
         responses={204: None, **delete_errors("The customer has credit notices.")},
     ),
 )
-class CustomerViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class CustomerViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = CustomerSerializer
     query_serializers = {"statement": StatementQuerySerializer}
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Customer]:
         return Customer.objects.prefetch_related(
@@ -139,9 +137,6 @@ class CustomerViewSet(
         serializer.is_valid(raise_exception=True)
         services.customer_update(customer=customer, actor=acting_user(request), **serializer.validated_data)
         return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():

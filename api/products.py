@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,6 +23,7 @@ from api.base import (
     READ_ERRORS,
     WRITE_ERRORS,
     APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
@@ -107,12 +108,11 @@ IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with
         responses={204: None, **catalogue_delete_errors()},
     ),
 )
-class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
+class ProductViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.ProductSerializer
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Product]:
         if is_staff(self.request):
@@ -219,12 +219,11 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
         responses={204: None, **catalogue_delete_errors()},
     ),
 )
-class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
+class LocationViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.LocationSerializer
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = Location.objects.select_related("parent").order_by("name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:

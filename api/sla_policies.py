@@ -13,11 +13,18 @@ from zoneinfo import available_timezones
 
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.base import STAFF_EDIT_ERRORS, STAFF_ERRORS, STAFF_WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line, text
@@ -95,19 +102,10 @@ def _tiers(data: dict[str, Any]) -> list[tuple[Decimal, Decimal]] | None:
         responses={204: None, **delete_errors("Customers, entitlements or credit notices refer to it.")},
     ),
 )
-class SLAPolicyViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class SLAPolicyViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = SLAPolicySerializer
     queryset = SLAPolicy.objects.prefetch_related("tiers").order_by("name")
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
@@ -131,9 +129,6 @@ class SLAPolicyViewSet(
         tiers = _tiers(changes)
         services.policy_edit(policy=policy, changes=changes, tiers=tiers, actor=acting_user(request))
         return Response(self.get_serializer(self.get_queryset().get(pk=policy.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,7 +28,7 @@ from api.base import (
     EDIT_ERRORS,
     STAFF_READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
@@ -208,18 +208,11 @@ def _conflict(description: str) -> dict[int, OpenApiResponse]:
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class SubscriberViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
-):
+class SubscriberViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = SubscriberSerializer
     query_serializers = {"list": SubscriberFilterSerializer}
     queryset = Subscriber.objects.prefetch_related("products").order_by("-created_at", "-id")
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def _detail(self, subscriber: Subscriber, serializer: type[serializers.Serializer]) -> Any:
         return serializer(

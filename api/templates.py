@@ -7,12 +7,12 @@ from typing import Any
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers as s
-from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, CrudViewSet, acting_user, errors
 from api.catalogue import validated
 from api.permissions import StaffOnly
 from incidents import services
@@ -80,11 +80,10 @@ IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class TemplateViewSet(APIMixin, viewsets.ModelViewSet):
+class TemplateViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = TemplateSerializer
     lookup_value_regex = "[0-9]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = MessageTemplate.objects.order_by("kind", "name")
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:

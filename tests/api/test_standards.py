@@ -58,6 +58,20 @@ def test_a_wrong_method_is_a_problem_document(staff_api: Client, world: World) -
     assert_error(staff_api.put("/api/v1/status/"), 405, "method_not_allowed")
 
 
+def test_the_crud_resources_change_by_patch_only(staff_api: Client, world: World) -> None:
+    # api.base.CrudViewSet: no PUT anywhere (before the object is even looked up), and action
+    # items and credit notices, which the API never deletes, refuse DELETE.
+    for resource in (
+        "action-items/1", "alert-integrations/1", "alert-rules/1", "customers/1", "locations/x",
+        "product-groups/1", "products/gmail", "sla-policies/1", "subscribers/1", "templates/1",
+    ):  # fmt: skip
+        refused = staff_api.put(f"/api/v1/{resource}/", "{}", content_type="application/json")
+        assert_error(refused, 405, "method_not_allowed")
+        assert "PUT" not in refused["Allow"] and "PATCH" in refused["Allow"]
+    assert_error(staff_api.delete("/api/v1/action-items/1/"), 405, "method_not_allowed")
+    assert_error(staff_api.delete("/api/v1/credit-notices/1/"), 405, "method_not_allowed")
+
+
 def test_an_unacceptable_type_is_a_problem_document(anon: Client, world: World) -> None:
     assert_error(anon.get("/api/v1/status/", HTTP_ACCEPT="text/html"), 406, "not_acceptable")
 
