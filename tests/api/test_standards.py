@@ -12,8 +12,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import path
 
 from edge.problems import RequestIdLogFilter
@@ -227,6 +229,30 @@ def test_pages_link_both_ways_in_the_body_and_the_link_header(anon: Client, worl
     assert 'rel="next"' not in response.get("Link", "")
     everything = [row["id"] for row in anon.get("/api/v1/incidents/?ordering=resolved_at").json()["results"]]
     assert seen == everything and len(set(seen)) == len(seen)
+
+
+def test_a_first_page_holding_the_whole_list_is_counted_without_a_count_query(
+    staff_api: Client, world: World
+) -> None:
+    def listing(url: str) -> tuple[dict[str, Any], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            response = staff_api.get(url)
+        assert response.status_code == 200, response.content
+        return response.json(), [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+
+    whole, counts = listing("/api/v1/incidents/?page_size=200")
+    assert counts == [] and whole["next"] is None
+    assert whole["count"] == len(whole["results"]) == Incident.objects.filter(kind="incident").count() > 1
+    # A list that goes on past its first page still counts all of it, once.
+    first, counts = listing("/api/v1/incidents/?page_size=1")
+    assert len(counts) == 1 and first["count"] == whole["count"] and len(first["results"]) == 1
+    last, counts = listing(first["next"].replace("page_size=1", "page_size=200"))
+    assert len(counts) == 1 and last["count"] == whole["count"] and last["next"] is None
+
+
+def test_a_page_memoised_for_anonymous_callers_keeps_its_link_header(anon: Client, world: World) -> None:
+    first, again = (anon.get("/api/v1/incidents/?page_size=1") for _ in range(2))
+    assert first["Link"] == again["Link"] == f'<{again.json()["next"]}>; rel="next"'
 
 
 def test_a_tampered_cursor_is_400_naming_it(anon: Client, world: World) -> None:
