@@ -6,9 +6,8 @@ import copy
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -110,14 +109,7 @@ class ActionItemViewSet(CrudViewSet):
         serializer = s.ActionItemCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = services.action_item_create(**serializer.validated_data, actor=acting_user(request))
-        return Response(
-            self.get_serializer(item).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("action-item-detail", args=[item.pk])},
-        )
-
-    def _answer(self, item: ActionItem) -> Response:
-        return Response(self.get_serializer(self.get_queryset().get(pk=item.pk)).data)
+        return self.created(item, self.get_serializer(item).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         item = self.get_object()
@@ -125,7 +117,7 @@ class ActionItemViewSet(CrudViewSet):
         serializer.is_valid(raise_exception=True)
         changes = dict(serializer.validated_data)
         item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
-        return self._answer(item)
+        return Response(self.fresh(item))
 
     @extend_schema(
         summary="Close an action item (staff)",
@@ -141,4 +133,4 @@ class ActionItemViewSet(CrudViewSet):
         serializer.is_valid(raise_exception=True)
         changes = {"status": serializer.validated_data["status"]}
         item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
-        return self._answer(item)
+        return Response(self.fresh(item))

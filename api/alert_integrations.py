@@ -213,11 +213,7 @@ class AlertIntegrationViewSet(CrudViewSet):
         serializer = IntegrationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         integration = services.integration_create(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self._issued(integration),
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("alert-integration-detail", args=[integration.pk])},
-        )
+        return self.created(integration, self._issued(integration))
 
     def _issued(self, integration: Integration) -> Any:
         shown = self.get_queryset().get(pk=integration.pk)
@@ -303,11 +299,7 @@ class AlertRuleViewSet(CrudViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         rule = services.rule_save(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=rule.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("alert-rule-detail", args=[rule.pk])},
-        )
+        return self.created(rule, self.fresh(rule))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         rule = self.get_object()
@@ -321,7 +313,7 @@ class AlertRuleViewSet(CrudViewSet):
         current = {name: getattr(rule, name) for name in RULE_EDITABLE}
         current.update({k: v for k, v in changes.items() if k in RULE_EDITABLE})
         services.rule_save(integration=rule.integration, rule=rule, actor=acting_user(request), **current)
-        return Response(self.get_serializer(self.get_queryset().get(pk=rule.pk)).data)
+        return Response(self.fresh(rule))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.rule_delete(rule=self.get_object(), actor=acting_user(request))

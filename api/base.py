@@ -14,9 +14,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import HttpResponsePermanentRedirect
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import exceptions, viewsets
+from rest_framework import exceptions, status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
 from rest_framework.renderers import JSONRenderer
@@ -167,6 +167,16 @@ class CrudViewSet(APIMixin, viewsets.ModelViewSet):
     method out of `http_method_names` (the router then answers it 405)."""
 
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def fresh(self, instance: Any) -> Any:
+        """The row as a GET of it answers now: read again through the list's queryset, so that
+        what the write changed and the related rows it prefetches are current."""
+        return self.get_serializer(self.get_queryset().get(pk=instance.pk)).data
+
+    def created(self, instance: Any, data: Any) -> Response:
+        """201 Created with the new row as `data` shows it and its address in `Location`."""
+        address = reverse(f"{self.basename}-detail", args=[getattr(instance, self.lookup_field)])
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": address})
 
 
 class APIRoot(APIMixin, APIRootView):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -163,21 +162,16 @@ class ProductGroupViewSet(CrudViewSet):
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "is_staff": is_staff(self.request)}
 
-    def _answer(self, group: ProductGroup, code: int = status.HTTP_200_OK) -> Response:
-        return Response(self.get_serializer(group).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(ProductGroupWriteSerializer, request.data)
         group = services.product_group_create(**data, actor=acting_user(request))
-        response = self._answer(group, status.HTTP_201_CREATED)
-        response["Location"] = reverse("product-group-detail", args=[group.pk])
-        return response
+        return self.created(group, self.get_serializer(group).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = self.get_object()
         changes = validated(ProductGroupWriteSerializer, request.data, partial=True)
         group = services.product_group_edit(group=group, changes=changes, actor=acting_user(request))
-        return self._answer(group)
+        return Response(self.get_serializer(group).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = self.get_object()

@@ -11,7 +11,6 @@ from typing import Any
 from django.core.validators import RegexValidator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpResponse
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.decorators import action
@@ -125,18 +124,14 @@ class CustomerViewSet(CrudViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         customer = services.customer_create(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("customer-detail", args=[customer.pk])},
-        )
+        return self.created(customer, self.fresh(customer))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         customer = self.get_object()
         serializer = self.get_serializer(customer, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         services.customer_update(customer=customer, actor=acting_user(request), **serializer.validated_data)
-        return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
+        return Response(self.fresh(customer))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():

@@ -7,7 +7,6 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status
@@ -137,22 +136,16 @@ class ProductViewSet(CrudViewSet):
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(ProductViewSet, self).retrieve(request, *args, **kwargs))
 
-    def _answer(self, product: Product, code: int = status.HTTP_200_OK) -> Response:
-        fresh = Product.objects.select_related("group").get(pk=product.pk)
-        return Response(self.get_serializer(fresh).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(ProductWriteSerializer, request.data)
         product = services.product_create(**data, actor=acting_user(request))
-        response = self._answer(product, status.HTTP_201_CREATED)
-        response["Location"] = reverse("product-detail", args=[product.slug])
-        return response
+        return self.created(product, self.fresh(product))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         product = self.get_object()
         changes = validated(ProductWriteSerializer, request.data, partial=True)
         services.product_edit(product=product, changes=changes, actor=acting_user(request))
-        return self._answer(product)
+        return Response(self.fresh(product))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         product = self.get_object()
@@ -171,7 +164,7 @@ class ProductViewSet(CrudViewSet):
     @action(detail=True, methods=["post"])
     def archive(self, request: Request, slug: str) -> Response:
         product = services.product_archive(product=self.get_object(), actor=acting_user(request))
-        return self._answer(product)
+        return Response(self.fresh(product))
 
     @extend_schema(
         summary="Restore an archived product (staff)",
@@ -185,7 +178,7 @@ class ProductViewSet(CrudViewSet):
         product = services.product_archive(
             product=self.get_object(), archived=False, actor=acting_user(request)
         )
-        return self._answer(product)
+        return Response(self.fresh(product))
 
 
 @extend_schema_view(
@@ -229,21 +222,16 @@ class LocationViewSet(CrudViewSet):
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(LocationViewSet, self).list(request, *args, **kwargs))
 
-    def _answer(self, location: Location, code: int = status.HTTP_200_OK) -> Response:
-        return Response(self.get_serializer(self.queryset.get(pk=location.pk)).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(LocationWriteSerializer, request.data)
         location = services.location_create(**data, actor=acting_user(request))
-        response = self._answer(location, status.HTTP_201_CREATED)
-        response["Location"] = reverse("location-detail", args=[location.name])
-        return response
+        return self.created(location, self.fresh(location))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         location = self.get_object()
         changes = validated(LocationWriteSerializer, request.data, partial=True)
         location = services.location_edit(location=location, changes=changes, actor=acting_user(request))
-        return self._answer(location)
+        return Response(self.fresh(location))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         location = self.get_object()

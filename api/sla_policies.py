@@ -11,7 +11,6 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import available_timezones
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -115,11 +114,7 @@ class SLAPolicyViewSet(CrudViewSet):
         policy = services.policy_create(
             tiers=tiers, weights=services.policy_weights(data), actor=acting_user(request), **data
         )
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=policy.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("sla-policy-detail", args=[policy.pk])},
-        )
+        return self.created(policy, self.fresh(policy))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         policy = self.get_object()
@@ -128,7 +123,7 @@ class SLAPolicyViewSet(CrudViewSet):
         changes = dict(serializer.validated_data)
         tiers = _tiers(changes)
         services.policy_edit(policy=policy, changes=changes, tiers=tiers, actor=acting_user(request))
-        return Response(self.get_serializer(self.get_queryset().get(pk=policy.pk)).data)
+        return Response(self.fresh(policy))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():

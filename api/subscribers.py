@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import action
@@ -226,11 +225,7 @@ class SubscriberViewSet(CrudViewSet):
             subscriber = services.subscriber_staff_create(
                 actor=acting_user(request), **serializer.validated_data
             )
-        return Response(
-            self._detail(subscriber, SubscriberWithSecretSerializer),
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("subscriber-detail", args=[subscriber.pk])},
-        )
+        return self.created(subscriber, self._detail(subscriber, SubscriberWithSecretSerializer))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.subscriber_staff_delete(subscriber=self.get_object(), actor=acting_user(request))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -89,11 +88,7 @@ class TemplateViewSet(CrudViewSet):
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(TemplateWriteSerializer, request.data)
         template = services.template_save(**data, actor=acting_user(request))
-        return Response(
-            self.get_serializer(template).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("template-detail", args=[template.pk])},
-        )
+        return self.created(template, self.get_serializer(template).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         template = self.get_object()
