@@ -1,11 +1,13 @@
-"""Deletes that history refuses: the services raise `core.errors.InUse`, the API answers
-409 with the service's message (which says what to do instead)."""
+"""Writes the state of the rows refuses, answered 409 with the service's message: above
+all deletes that history refers to (the services raise `core.errors.InUse`; the message
+says what to do instead)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, status
 
@@ -24,11 +26,17 @@ class InUseConflict(exceptions.APIException):
 
 
 @contextmanager
-def refused_when_in_use() -> Iterator[None]:
+def conflict_on(refusal: type[ValidationError], conflict: type[exceptions.APIException]) -> Iterator[None]:
+    """A service's refusal that is not bad input (the state of the rows refuses the write) as
+    the 409 `conflict` exception, carrying the service's message."""
     try:
         yield
-    except InUse as refused:
-        raise InUseConflict(" ".join(refused.messages)) from None
+    except refusal as refused:
+        raise conflict(" ".join(refused.messages)) from None
+
+
+def refused_when_in_use() -> AbstractContextManager[None]:
+    return conflict_on(InUse, InUseConflict)
 
 
 def delete_errors(in_use: str, codes: tuple[int, ...] = DELETE_ERRORS) -> dict[int, OpenApiResponse]:

@@ -11,8 +11,7 @@ webhook's `whsec_` secret appears once, in the answer that made it (create, rota
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -31,6 +30,7 @@ from api.base import (
     acting_user,
     errors,
 )
+from api.conflicts import conflict_on
 from api.permissions import StaffOnly
 from api.serializers import ErrorSerializer, StrictSerializer
 from core.i18n import LANGUAGE_CHOICES
@@ -157,13 +157,9 @@ class SubscriberStateConflict(exceptions.APIException):
     default_code = "conflict"
 
 
-@contextmanager
-def _state_conflicts() -> Iterator[None]:
+def _state_conflicts() -> AbstractContextManager[None]:
     """A write the subscriber's state refuses is a 409 naming why, not a 400."""
-    try:
-        yield
-    except services.SubscriberConflict as exc:
-        raise SubscriberStateConflict(" ".join(exc.messages)) from None
+    return conflict_on(services.SubscriberConflict, SubscriberStateConflict)
 
 
 def _conflict(description: str) -> dict[int, OpenApiResponse]:
