@@ -6,9 +6,8 @@ import copy
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -19,7 +18,7 @@ from api.base import (
     EDIT_ERRORS,
     STAFF_READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
@@ -87,14 +86,7 @@ class ActionItemCloseSerializer(s.StrictSerializer):
         responses={200: s.ActionItemSerializer, **errors(*EDIT_ERRORS)},
     ),
 )
-class ActionItemViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
-):
+class ActionItemViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = s.ActionItemSerializer
     query_serializers = {"list": ActionItemFilterSerializer}
@@ -117,14 +109,7 @@ class ActionItemViewSet(
         serializer = s.ActionItemCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         item = services.action_item_create(**serializer.validated_data, actor=acting_user(request))
-        return Response(
-            self.get_serializer(item).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("action-item-detail", args=[item.pk])},
-        )
-
-    def _answer(self, item: ActionItem) -> Response:
-        return Response(self.get_serializer(self.get_queryset().get(pk=item.pk)).data)
+        return self.created(item, self.get_serializer(item).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         item = self.get_object()
@@ -132,7 +117,7 @@ class ActionItemViewSet(
         serializer.is_valid(raise_exception=True)
         changes = dict(serializer.validated_data)
         item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
-        return self._answer(item)
+        return Response(self.fresh(item))
 
     @extend_schema(
         summary="Close an action item (staff)",
@@ -148,4 +133,4 @@ class ActionItemViewSet(
         serializer.is_valid(raise_exception=True)
         changes = {"status": serializer.validated_data["status"]}
         item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
-        return self._answer(item)
+        return Response(self.fresh(item))

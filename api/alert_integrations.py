@@ -15,24 +15,27 @@ from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from alerts import services
 from alerts.models import Integration, MappingRule
-from api.base import APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.filters import StrictQuery
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line
 from incidents.models import ImpactLevel, IncidentImpact, Location, Product
 
-READ_ERRORS = errors(400, 401, 403, 404, 429)
-# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
-CREATE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
-EDIT_ERRORS = errors(400, 401, 403, 404, 412, 429)
 INT4 = 2**31 - 1
 
 
@@ -167,24 +170,25 @@ class RuleFilter(StrictQuery):
 @extend_schema_view(
     list=extend_schema(
         summary="List alert integrations (staff)",
-        responses={200: IntegrationSerializer(many=True), **READ_ERRORS},
+        responses={200: IntegrationSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="An alert integration (staff)", responses={200: IntegrationSerializer, **READ_ERRORS}
+        summary="An alert integration (staff)",
+        responses={200: IntegrationSerializer, **errors(*STAFF_ERRORS)},
     ),
     create=extend_schema(
         summary="Create an alert integration (staff)",
         description="Needs `alerts.manage`. Makes its default rule and a fresh secret, shown once in "
         "`secret`.",
         request=IntegrationCreateSerializer,
-        responses={201: IssuedIntegrationSerializer, **CREATE_ERRORS},
+        responses={201: IssuedIntegrationSerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update an alert integration (staff)",
         description="Needs `alerts.manage`. Send its `ETag` as `If-Match` to refuse the write (412) if "
         "it changed since you read it.",
         request=IntegrationUpdateSerializer,
-        responses={200: IntegrationSerializer, **EDIT_ERRORS},
+        responses={200: IntegrationSerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete an alert integration and its rules (staff)",
@@ -193,18 +197,9 @@ class RuleFilter(StrictQuery):
         responses={204: None, **delete_errors("The integration has received alerts.")},
     ),
 )
-class AlertIntegrationViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class AlertIntegrationViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = IntegrationSerializer
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Integration]:
         return Integration.objects.prefetch_related("rules__product", "rules__location").order_by(
@@ -218,11 +213,7 @@ class AlertIntegrationViewSet(
         serializer = IntegrationCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         integration = services.integration_create(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self._issued(integration),
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("alert-integration-detail", args=[integration.pk])},
-        )
+        return self.created(integration, self._issued(integration))
 
     def _issued(self, integration: Integration) -> Any:
         shown = self.get_queryset().get(pk=integration.pk)
@@ -238,9 +229,6 @@ class AlertIntegrationViewSet(
         )
         return Response(IntegrationSerializer(self.get_queryset().get(pk=integration.pk)).data)
 
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
-
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():
             services.integration_delete(integration=self.get_object(), actor=acting_user(request))
@@ -251,7 +239,7 @@ class AlertIntegrationViewSet(
         description="Needs `alerts.manage`. The new secret is shown once in `secret`; the old one stops "
         "working at once.",
         request=None,
-        responses={200: IssuedIntegrationSerializer, **CREATE_ERRORS},
+        responses={200: IssuedIntegrationSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"], url_path="rotate-secret")
     def rotate_secret(self, request: Request, pk: str | None = None) -> Response:
@@ -265,22 +253,22 @@ class AlertIntegrationViewSet(
     list=extend_schema(
         summary="List alert mapping rules (staff)",
         parameters=[RuleFilter],
-        responses={200: RuleSerializer(many=True), **READ_ERRORS},
+        responses={200: RuleSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="An alert mapping rule (staff)", responses={200: RuleSerializer, **READ_ERRORS}
+        summary="An alert mapping rule (staff)", responses={200: RuleSerializer, **errors(*STAFF_ERRORS)}
     ),
     create=extend_schema(
         summary="Add a mapping rule to an integration (staff)",
         description="Needs `alerts.manage`. The first matching rule (by `position`) wins; the default "
         "rule (one per integration) catches the rest.",
-        responses={201: RuleSerializer, **CREATE_ERRORS},
+        responses={201: RuleSerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update a mapping rule (staff)",
         description="Needs `alerts.manage`; `integration` cannot change. Send its `ETag` as `If-Match` "
         "to refuse the write (412) if it changed since you read it.",
-        responses={200: RuleSerializer, **EDIT_ERRORS},
+        responses={200: RuleSerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete a mapping rule (staff)",
@@ -288,19 +276,10 @@ class AlertIntegrationViewSet(
         responses={204: None, **errors(400, 401, 403, 404, 412, 429, 503)},
     ),
 )
-class AlertRuleViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class AlertRuleViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = RuleSerializer
     query_serializers = {"list": RuleFilter}
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[MappingRule]:
         return MappingRule.objects.select_related("integration", "product", "location").order_by(
@@ -320,11 +299,7 @@ class AlertRuleViewSet(
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         rule = services.rule_save(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=rule.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("alert-rule-detail", args=[rule.pk])},
-        )
+        return self.created(rule, self.fresh(rule))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         rule = self.get_object()
@@ -338,10 +313,7 @@ class AlertRuleViewSet(
         current = {name: getattr(rule, name) for name in RULE_EDITABLE}
         current.update({k: v for k, v in changes.items() if k in RULE_EDITABLE})
         services.rule_save(integration=rule.integration, rule=rule, actor=acting_user(request), **current)
-        return Response(self.get_serializer(self.get_queryset().get(pk=rule.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
+        return Response(self.fresh(rule))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.rule_delete(rule=self.get_object(), actor=acting_user(request))

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.http import HttpResponsePermanentRedirect
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import exceptions
+from rest_framework import exceptions, status, viewsets
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import BasePagination
 from rest_framework.renderers import JSONRenderer
@@ -68,6 +68,12 @@ WRITE_ERRORS = (400, 401, 403, 409, 413, 422, 429, 503)
 DETAIL_WRITE_ERRORS = (400, 401, 403, 404, 409, 413, 422, 429, 503)
 EDIT_ERRORS = (400, 401, 403, 404, 412, 413, 429, 503)
 STAFF_READ_ERRORS = (401, 403, 429, 503)
+# The staff-only SLA and alert resources (customers, SLA policies, credits, alert
+# integrations) document these; writes also take an Idempotency-Key: 409 while its first
+# request runs, 422 when reused.
+STAFF_ERRORS = (400, 401, 403, 404, 429)
+STAFF_WRITE_ERRORS = (400, 401, 403, 404, 409, 422, 429)
+STAFF_EDIT_ERRORS = (400, 401, 403, 404, 412, 429)
 
 
 class APIMixin(APIView):
@@ -153,6 +159,24 @@ class PreconditionFailed(exceptions.APIException):
     status_code = 412
     default_detail = "The resource has changed since the ETag you sent (If-Match); fetch it again."
     default_code = "precondition_failed"
+
+
+class CrudViewSet(APIMixin, viewsets.ModelViewSet):
+    """A v1 resource that lists, reads, creates, changes and deletes. Changes are PATCH
+    only (send what changes): no PUT. A resource that refuses one of these leaves its
+    method out of `http_method_names` (the router then answers it 405)."""
+
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def fresh(self, instance: Any) -> Any:
+        """The row as a GET of it answers now: read again through the list's queryset, so that
+        what the write changed and the related rows it prefetches are current."""
+        return self.get_serializer(self.get_queryset().get(pk=instance.pk)).data
+
+    def created(self, instance: Any, data: Any) -> Response:
+        """201 Created with the new row as `data` shows it and its address in `Location`."""
+        address = reverse(f"{self.basename}-detail", args=[getattr(instance, self.lookup_field)])
+        return Response(data, status=status.HTTP_201_CREATED, headers={"Location": address})
 
 
 class APIRoot(APIMixin, APIRootView):

@@ -4,11 +4,8 @@ what it would remove (docs/api.md, "Managing the catalogue")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -16,7 +13,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
     extend_schema_view,
 )
-from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -26,30 +23,14 @@ from api.base import (
     EDIT_ERRORS,
     READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
+from api.conflicts import delete_errors, refused_when_in_use
 from api.permissions import ReadPublicWriteStaff, is_staff
 from incidents import services
 from incidents.models import Location, ProductGroup
-
-# --- Refusals ------------------------------------------------------------------------------
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "History refers to this resource, so it cannot be deleted."
-    default_code = "in_use"
-
-
-@contextmanager
-def conflict_if_in_use() -> Iterator[None]:
-    """A service's `InUse` refusal (history refers to the row) as a 409 with its message."""
-    try:
-        yield
-    except services.InUse as refused:
-        raise Conflict(" ".join(refused.messages)) from None
 
 
 def validated(serializer_class: type[Serializer], data: Any, *, partial: bool = False) -> dict[str, Any]:
@@ -58,15 +39,14 @@ def validated(serializer_class: type[Serializer], data: Any, *, partial: bool = 
     return dict(serializer.validated_data)
 
 
-IN_USE = OpenApiResponse(
-    s.ErrorSerializer,
-    description="History refers to it (`code: in_use`); the message says what to do instead "
-    "(a product with impact windows is archived).",
+IN_USE = (
+    "History refers to it (`code: in_use`); the message says what to do instead "
+    "(a product with impact windows is archived)."
 )
 
 
-def delete_errors() -> dict[int, OpenApiResponse]:
-    return {**errors(*EDIT_ERRORS), 409: IN_USE}
+def catalogue_delete_errors() -> dict[int, OpenApiResponse]:
+    return delete_errors(IN_USE, EDIT_ERRORS)
 
 
 # --- Input -----------------------------------------------------------------------------------
@@ -167,11 +147,10 @@ GROUP_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The g
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class ProductGroupViewSet(APIMixin, viewsets.ModelViewSet):
+class ProductGroupViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = ProductGroupSerializer
     lookup_value_regex = "[0-9]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = ProductGroup.objects.order_by("position", "name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -183,36 +162,29 @@ class ProductGroupViewSet(APIMixin, viewsets.ModelViewSet):
     def get_serializer_context(self) -> dict[str, Any]:
         return {**super().get_serializer_context(), "is_staff": is_staff(self.request)}
 
-    def _answer(self, group: ProductGroup, code: int = status.HTTP_200_OK) -> Response:
-        return Response(self.get_serializer(group).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(ProductGroupWriteSerializer, request.data)
         group = services.product_group_create(**data, actor=acting_user(request))
-        response = self._answer(group, status.HTTP_201_CREATED)
-        response["Location"] = reverse("product-group-detail", args=[group.pk])
-        return response
+        return self.created(group, self.get_serializer(group).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = self.get_object()
         changes = validated(ProductGroupWriteSerializer, request.data, partial=True)
         group = services.product_group_edit(group=group, changes=changes, actor=acting_user(request))
-        return self._answer(group)
+        return Response(self.get_serializer(group).data)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         group = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.product_group_delete(group=group, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 __all__ = [
-    "Conflict",
     "LocationWriteSerializer",
     "ProductGroupSerializer",
     "ProductGroupViewSet",
     "ProductWriteSerializer",
-    "conflict_if_in_use",
-    "delete_errors",
+    "catalogue_delete_errors",
     "validated",
 ]

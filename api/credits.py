@@ -15,23 +15,19 @@ from django.core.validators import RegexValidator
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import BaseRouter
 
-from api.base import APIMixin, acting_user, errors
+from api.base import STAFF_ERRORS, STAFF_WRITE_ERRORS, APIMixin, acting_user, errors
 from api.filters import StrictQuery
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer
 from credits import confirm, exports, services, sla
 from credits import selectors as credit_selectors
 from credits.models import CreditNotice, NoticeState
-
-STAFF_ERRORS = errors(400, 401, 403, 404, 429)
-# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
-STAFF_WRITE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
 
 # A month as credits.sla.Period takes it: YYYY-MM, years 1970 to 9998. Checked here too so
 # that the schema carries it as a `pattern`.
@@ -222,15 +218,13 @@ class NoticeFilterSerializer(StrictQuery):
     list=extend_schema(
         summary="List credit notices (staff)",
         parameters=[NoticeFilterSerializer],
-        responses={200: NoticeSerializer(many=True), **STAFF_ERRORS},
+        responses={200: NoticeSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="A credit notice (staff)", responses={200: NoticeSerializer, **STAFF_ERRORS}
+        summary="A credit notice (staff)", responses={200: NoticeSerializer, **errors(*STAFF_ERRORS)}
     ),
 )
-class CreditNoticeViewSet(
-    APIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
+class CreditNoticeViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [StaffOnly]
     serializer_class = NoticeSerializer
     query_serializers = {"list": NoticeFilterSerializer, "export": PeriodSerializer}
@@ -256,7 +250,7 @@ class CreditNoticeViewSet(
     @extend_schema(
         summary="Compute the notices of a month for review (staff)",
         request=PeriodSerializer,
-        responses={200: ComputeResultSerializer, **STAFF_WRITE_ERRORS},
+        responses={200: ComputeResultSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=False, methods=["post"])
     def compute(self, request: Request) -> Response:
@@ -272,7 +266,7 @@ class CreditNoticeViewSet(
         description="By `ids`, or every computed or failed notice of `period`. Sends nothing. "
         "The answer's `confirmation` goes to approve to send exactly these notices.",
         request=PreviewSerializer,
-        responses={200: SendPlanSerializer, **STAFF_WRITE_ERRORS},
+        responses={200: SendPlanSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=False, methods=["post"], url_path="send-preview")
     def send_preview(self, request: Request) -> Response:
@@ -288,7 +282,7 @@ class CreditNoticeViewSet(
         description="Give `confirmation` (the token from send-preview: sends exactly what it showed), "
         'or `ids`/`period` with `"confirm": true`. Without either, nothing is sent: 400.',
         request=ApproveSerializer,
-        responses={200: SendResultSerializer, **STAFF_WRITE_ERRORS},
+        responses={200: SendResultSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=False, methods=["post"])
     def approve(self, request: Request) -> Response:
@@ -311,7 +305,7 @@ class CreditNoticeViewSet(
     @extend_schema(
         summary="A month's notices as CSV, for finance (staff)",
         parameters=[OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN)],
-        responses={(200, "text/csv"): str, **STAFF_ERRORS},
+        responses={(200, "text/csv"): str, **errors(*STAFF_ERRORS)},
     )
     @action(detail=False, methods=["get"], url_path="export")
     def export(self, request: Request) -> HttpResponse:
@@ -325,7 +319,7 @@ class CreditNoticeViewSet(
     @extend_schema(
         summary="Cancel a notice before it is sent (staff)",
         request=None,
-        responses={200: NoticeSerializer, **STAFF_WRITE_ERRORS},
+        responses={200: NoticeSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:

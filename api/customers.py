@@ -11,14 +11,20 @@ from typing import Any
 from django.core.validators import RegexValidator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpResponse
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.base import APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.credits import PERIOD_PATTERN, StatementQuerySerializer, StatementSerializer
 from api.permissions import StaffOnly
@@ -27,11 +33,6 @@ from credits import exports, services, sla
 from credits import selectors as credit_selectors
 from credits.models import Customer, CustomerEntitlement, SLAPolicy
 from incidents.models import Location, Product
-
-STAFF_ERRORS = errors(400, 401, 403, 404, 429)
-# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
-STAFF_WRITE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
-STAFF_EDIT_ERRORS = errors(400, 401, 403, 404, 412, 429)
 
 # outbox.clean_addresses takes plain addresses only: none of the characters of a display
 # name or a list, which Django's email check would let through in a local part.
@@ -75,17 +76,21 @@ ENTITLEMENT_ID = OpenApiParameter("entitlement_id", int, OpenApiParameter.PATH)
 
 @extend_schema_view(
     list=extend_schema(
-        summary="List customers (staff)", responses={200: CustomerSerializer(many=True), **STAFF_ERRORS}
+        summary="List customers (staff)",
+        responses={200: CustomerSerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
-    retrieve=extend_schema(summary="A customer (staff)", responses={200: CustomerSerializer, **STAFF_ERRORS}),
+    retrieve=extend_schema(
+        summary="A customer (staff)", responses={200: CustomerSerializer, **errors(*STAFF_ERRORS)}
+    ),
     create=extend_schema(
-        summary="Create a customer (staff)", responses={201: CustomerSerializer, **STAFF_WRITE_ERRORS}
+        summary="Create a customer (staff)",
+        responses={201: CustomerSerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update a customer (staff)",
         description="Changes the fields given; needs `customer.write`. Send the customer's `ETag` "
         "as `If-Match` to refuse the write (412) if it changed since you read it.",
-        responses={200: CustomerSerializer, **STAFF_EDIT_ERRORS},
+        responses={200: CustomerSerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete a customer and its entitlements (staff)",
@@ -94,19 +99,10 @@ ENTITLEMENT_ID = OpenApiParameter("entitlement_id", int, OpenApiParameter.PATH)
         responses={204: None, **delete_errors("The customer has credit notices.")},
     ),
 )
-class CustomerViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class CustomerViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = CustomerSerializer
     query_serializers = {"statement": StatementQuerySerializer}
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Customer]:
         return Customer.objects.prefetch_related(
@@ -128,21 +124,14 @@ class CustomerViewSet(
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         customer = services.customer_create(actor=acting_user(request), **serializer.validated_data)
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=customer.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("customer-detail", args=[customer.pk])},
-        )
+        return self.created(customer, self.fresh(customer))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         customer = self.get_object()
         serializer = self.get_serializer(customer, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         services.customer_update(customer=customer, actor=acting_user(request), **serializer.validated_data)
-        return Response(self.get_serializer(self.get_queryset().get(pk=customer.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
+        return Response(self.fresh(customer))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():
@@ -153,7 +142,7 @@ class CustomerViewSet(
         summary="Entitle a customer to a product (staff)",
         description="Needs `customer.write`. The same product and location again changes only its policy.",
         request=EntitlementSerializer,
-        responses={201: EntitlementSerializer, **STAFF_WRITE_ERRORS},
+        responses={201: EntitlementSerializer, **errors(*STAFF_WRITE_ERRORS)},
     )
     @action(detail=True, methods=["post"], url_path="entitlements")
     def entitlements(self, request: Request, pk: str | None = None) -> Response:
@@ -191,7 +180,7 @@ class CustomerViewSet(
             OpenApiParameter("period", str, required=True, pattern=PERIOD_PATTERN),
             OpenApiParameter("output", str, enum=["json", "csv"], required=False),
         ],
-        responses={200: StatementSerializer, (200, "text/csv"): str, **STAFF_ERRORS},
+        responses={200: StatementSerializer, (200, "text/csv"): str, **errors(*STAFF_ERRORS)},
     )
     @action(detail=True, methods=["get"], url_path="statement")
     def statement(self, request: Request, pk: str | None = None) -> Response | HttpResponse:

@@ -15,7 +15,8 @@ from rest_framework.response import Response
 
 from api import serializers as s
 from api.base import acting_user
-from api.catalogue import conflict_if_in_use, delete_errors, validated
+from api.catalogue import catalogue_delete_errors, validated
+from api.conflicts import refused_when_in_use
 from api.permissions import is_staff
 from incidents import services
 from incidents.models import Incident, IncidentReport
@@ -80,10 +81,10 @@ class IncidentPartsMixin(_Host):
         "Send its `ETag` as `If-Match` to refuse the delete with 412 if it changed since.",
         parameters=[OpenApiParameter("public_id", str, OpenApiParameter.PATH, description="Incident id.")],
         request=None,
-        responses={204: None, **delete_errors()},
+        responses={204: None, **catalogue_delete_errors()},
     )
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         incident: Incident = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.incident_draft_delete(incident=incident, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -170,18 +170,21 @@ class CursorPagination(BasePagination):
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any]:
         size = self.get_page_size(request)
         keys = sort_key(queryset)
-        self.request, self.keys, self.count = request, keys, queryset.count()
+        self.request, self.keys = request, keys
         cursor = request.query_params.get(CURSOR_PARAM)
         backwards = False
+        page = queryset
         if cursor is not None:
             values, backwards = _decode(cursor, keys)
             values = _coerce(queryset.model, keys, values)
             order = [key.reversed() for key in keys] if backwards else keys
-            queryset = queryset.filter(after_row(order, values))
+            page = queryset.filter(after_row(order, values))
         order = [key.reversed() for key in keys] if backwards else keys
-        rows = list(queryset.order_by(*(key.order() for key in order))[: size + 1])
+        rows = list(page.order_by(*(key.order() for key in order))[: size + 1])
         more = len(rows) > size
         rows = rows[:size]
+        # A first page with nothing after it holds the whole list: no COUNT needed.
+        self.count = len(rows) if cursor is None and not more else queryset.count()
         if backwards:
             rows.reverse()
         # Going forwards, there is a page behind whenever we came through a cursor; going
@@ -202,17 +205,11 @@ class CursorPagination(BasePagination):
         return replace_query_param(url, CURSOR_PARAM, _encode(values, backwards))
 
     def get_paginated_response(self, data: Any) -> Response:
-        response = Response(
+        # The `Link` header is APIMixin.finalize_response's (link_header), which also serves
+        # a page memoised for anonymous callers.
+        return Response(
             {"count": self.count, "next": self.next_link, "previous": self.previous_link, "results": data}
         )
-        links = [
-            f'<{url}>; rel="{rel}"'
-            for url, rel in ((self.next_link, "next"), (self.previous_link, "prev"))
-            if url
-        ]
-        if links:
-            response["Link"] = ", ".join(links)
-        return response
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
         # OpenAPI 3.1 spelling of nullable (the schema is 3.1; `nullable` is 3.0 only).

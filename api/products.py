@@ -7,10 +7,9 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import status, viewsets
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,16 +22,17 @@ from api.base import (
     READ_ERRORS,
     WRITE_ERRORS,
     APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
 from api.catalogue import (
     LocationWriteSerializer,
     ProductWriteSerializer,
-    conflict_if_in_use,
-    delete_errors,
+    catalogue_delete_errors,
     validated,
 )
+from api.conflicts import refused_when_in_use
 from api.permissions import ReadPublicWriteStaff, is_staff
 from incidents import selectors, services
 from incidents.models import Location, Product
@@ -104,15 +104,14 @@ IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with
         "archive it instead (`POST .../archive/`)." + IF_MATCH,
         parameters=[SLUG_PARAMETER],
         request=None,
-        responses={204: None, **delete_errors()},
+        responses={204: None, **catalogue_delete_errors()},
     ),
 )
-class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
+class ProductViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.ProductSerializer
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self) -> QuerySet[Product]:
         if is_staff(self.request):
@@ -137,26 +136,20 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(ProductViewSet, self).retrieve(request, *args, **kwargs))
 
-    def _answer(self, product: Product, code: int = status.HTTP_200_OK) -> Response:
-        fresh = Product.objects.select_related("group").get(pk=product.pk)
-        return Response(self.get_serializer(fresh).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(ProductWriteSerializer, request.data)
         product = services.product_create(**data, actor=acting_user(request))
-        response = self._answer(product, status.HTTP_201_CREATED)
-        response["Location"] = reverse("product-detail", args=[product.slug])
-        return response
+        return self.created(product, self.fresh(product))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         product = self.get_object()
         changes = validated(ProductWriteSerializer, request.data, partial=True)
         services.product_edit(product=product, changes=changes, actor=acting_user(request))
-        return self._answer(product)
+        return Response(self.fresh(product))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         product = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.product_delete(product=product, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -171,7 +164,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def archive(self, request: Request, slug: str) -> Response:
         product = services.product_archive(product=self.get_object(), actor=acting_user(request))
-        return self._answer(product)
+        return Response(self.fresh(product))
 
     @extend_schema(
         summary="Restore an archived product (staff)",
@@ -185,7 +178,7 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
         product = services.product_archive(
             product=self.get_object(), archived=False, actor=acting_user(request)
         )
-        return self._answer(product)
+        return Response(self.fresh(product))
 
 
 @extend_schema_view(
@@ -216,38 +209,32 @@ class ProductViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
         "answer 409." + IF_MATCH,
         parameters=[NAME_PARAMETER],
         request=None,
-        responses={204: None, **delete_errors()},
+        responses={204: None, **catalogue_delete_errors()},
     ),
 )
-class LocationViewSet(APIMixin, viewsets.ReadOnlyModelViewSet):
+class LocationViewSet(CrudViewSet):
     permission_classes = [ReadPublicWriteStaff]
     serializer_class = s.LocationSerializer
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = Location.objects.select_related("parent").order_by("name")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return self.cached(lambda: super(LocationViewSet, self).list(request, *args, **kwargs))
 
-    def _answer(self, location: Location, code: int = status.HTTP_200_OK) -> Response:
-        return Response(self.get_serializer(self.queryset.get(pk=location.pk)).data, status=code)
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(LocationWriteSerializer, request.data)
         location = services.location_create(**data, actor=acting_user(request))
-        response = self._answer(location, status.HTTP_201_CREATED)
-        response["Location"] = reverse("location-detail", args=[location.name])
-        return response
+        return self.created(location, self.fresh(location))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         location = self.get_object()
         changes = validated(LocationWriteSerializer, request.data, partial=True)
         location = services.location_edit(location=location, changes=changes, actor=acting_user(request))
-        return self._answer(location)
+        return Response(self.fresh(location))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         location = self.get_object()
-        with conflict_if_in_use():
+        with refused_when_in_use():
             services.location_delete(location=location, actor=acting_user(request))
         return Response(status=status.HTTP_204_NO_CONTENT)

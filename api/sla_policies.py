@@ -11,23 +11,24 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import available_timezones
 
-from django.urls import reverse
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.base import APIMixin, acting_user, errors
+from api.base import (
+    STAFF_EDIT_ERRORS,
+    STAFF_ERRORS,
+    STAFF_WRITE_ERRORS,
+    CrudViewSet,
+    acting_user,
+    errors,
+)
 from api.conflicts import delete_errors, refused_when_in_use
 from api.permissions import StaffOnly
 from api.serializers import StrictSerializer, single_line, text
 from credits import services
 from credits.models import CreditTier, SLAPolicy
-
-STAFF_ERRORS = errors(400, 401, 403, 404, 429)
-# Writes also take an Idempotency-Key: 409 while its first request runs, 422 when reused.
-STAFF_WRITE_ERRORS = errors(400, 401, 403, 404, 409, 422, 429)
-STAFF_EDIT_ERRORS = errors(400, 401, 403, 404, 412, 429)
 
 # IANA zone names, less the POSIX-style offsets (`Etc/GMT+5` is UTC-5, `GMT-0`, `GMT+0`):
 # their signs are the reverse of what they read as, and as enum members they collide with
@@ -75,14 +76,15 @@ def _tiers(data: dict[str, Any]) -> list[tuple[Decimal, Decimal]] | None:
 
 @extend_schema_view(
     list=extend_schema(
-        summary="List SLA policies (staff)", responses={200: SLAPolicySerializer(many=True), **STAFF_ERRORS}
+        summary="List SLA policies (staff)",
+        responses={200: SLAPolicySerializer(many=True), **errors(*STAFF_ERRORS)},
     ),
     retrieve=extend_schema(
-        summary="An SLA policy (staff)", responses={200: SLAPolicySerializer, **STAFF_ERRORS}
+        summary="An SLA policy (staff)", responses={200: SLAPolicySerializer, **errors(*STAFF_ERRORS)}
     ),
     create=extend_schema(
         summary="Create an SLA policy with its tiers (staff)",
-        responses={201: SLAPolicySerializer, **STAFF_WRITE_ERRORS},
+        responses={201: SLAPolicySerializer, **errors(*STAFF_WRITE_ERRORS)},
     ),
     partial_update=extend_schema(
         summary="Update an SLA policy (staff)",
@@ -90,7 +92,7 @@ def _tiers(data: dict[str, Any]) -> list[tuple[Decimal, Decimal]] | None:
         "Needs `policy.write`. Notices already computed keep their figures until the month is "
         "computed again. Send the policy's `ETag` as `If-Match` to refuse the write (412) if it "
         "changed since you read it.",
-        responses={200: SLAPolicySerializer, **STAFF_EDIT_ERRORS},
+        responses={200: SLAPolicySerializer, **errors(*STAFF_EDIT_ERRORS)},
     ),
     destroy=extend_schema(
         summary="Delete an SLA policy (staff)",
@@ -99,19 +101,10 @@ def _tiers(data: dict[str, Any]) -> list[tuple[Decimal, Decimal]] | None:
         responses={204: None, **delete_errors("Customers, entitlements or credit notices refer to it.")},
     ),
 )
-class SLAPolicyViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.CreateModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class SLAPolicyViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = SLAPolicySerializer
     queryset = SLAPolicy.objects.prefetch_related("tiers").order_by("name")
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
@@ -121,11 +114,7 @@ class SLAPolicyViewSet(
         policy = services.policy_create(
             tiers=tiers, weights=services.policy_weights(data), actor=acting_user(request), **data
         )
-        return Response(
-            self.get_serializer(self.get_queryset().get(pk=policy.pk)).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("sla-policy-detail", args=[policy.pk])},
-        )
+        return self.created(policy, self.fresh(policy))
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         policy = self.get_object()
@@ -134,10 +123,7 @@ class SLAPolicyViewSet(
         changes = dict(serializer.validated_data)
         tiers = _tiers(changes)
         services.policy_edit(policy=policy, changes=changes, tiers=tiers, actor=acting_user(request))
-        return Response(self.get_serializer(self.get_queryset().get(pk=policy.pk)).data)
-
-    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return self.partial_update(request, *args, **kwargs)
+        return Response(self.fresh(policy))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         with refused_when_in_use():

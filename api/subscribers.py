@@ -11,13 +11,11 @@ webhook's `whsec_` secret appears once, in the answer that made it (create, rota
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import exceptions, mixins, serializers, status, viewsets
+from rest_framework import exceptions, serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,10 +26,11 @@ from api.base import (
     EDIT_ERRORS,
     STAFF_READ_ERRORS,
     WRITE_ERRORS,
-    APIMixin,
+    CrudViewSet,
     acting_user,
     errors,
 )
+from api.conflicts import conflict_on
 from api.permissions import StaffOnly
 from api.serializers import ErrorSerializer, StrictSerializer
 from core.i18n import LANGUAGE_CHOICES
@@ -158,13 +157,9 @@ class SubscriberStateConflict(exceptions.APIException):
     default_code = "conflict"
 
 
-@contextmanager
-def _state_conflicts() -> Iterator[None]:
+def _state_conflicts() -> AbstractContextManager[None]:
     """A write the subscriber's state refuses is a 409 naming why, not a 400."""
-    try:
-        yield
-    except services.SubscriberConflict as exc:
-        raise SubscriberStateConflict(" ".join(exc.messages)) from None
+    return conflict_on(services.SubscriberConflict, SubscriberStateConflict)
 
 
 def _conflict(description: str) -> dict[int, OpenApiResponse]:
@@ -208,18 +203,11 @@ def _conflict(description: str) -> dict[int, OpenApiResponse]:
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class SubscriberViewSet(
-    APIMixin,
-    mixins.ListModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    viewsets.GenericViewSet,
-):
+class SubscriberViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = SubscriberSerializer
     query_serializers = {"list": SubscriberFilterSerializer}
     queryset = Subscriber.objects.prefetch_related("products").order_by("-created_at", "-id")
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def _detail(self, subscriber: Subscriber, serializer: type[serializers.Serializer]) -> Any:
         return serializer(
@@ -233,11 +221,7 @@ class SubscriberViewSet(
             subscriber = services.subscriber_staff_create(
                 actor=acting_user(request), **serializer.validated_data
             )
-        return Response(
-            self._detail(subscriber, SubscriberWithSecretSerializer),
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("subscriber-detail", args=[subscriber.pk])},
-        )
+        return self.created(subscriber, self._detail(subscriber, SubscriberWithSecretSerializer))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.subscriber_staff_delete(subscriber=self.get_object(), actor=acting_user(request))

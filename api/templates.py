@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
-from rest_framework import serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import serializers as s
-from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, APIMixin, acting_user, errors
+from api.base import EDIT_ERRORS, STAFF_READ_ERRORS, WRITE_ERRORS, CrudViewSet, acting_user, errors
 from api.catalogue import validated
 from api.permissions import StaffOnly
 from incidents import services
@@ -80,21 +79,16 @@ IF_MATCH = " Send its `ETag` (from a GET) as `If-Match` to refuse the write with
         responses={204: None, **errors(*EDIT_ERRORS)},
     ),
 )
-class TemplateViewSet(APIMixin, viewsets.ModelViewSet):
+class TemplateViewSet(CrudViewSet):
     permission_classes = [StaffOnly]
     serializer_class = TemplateSerializer
     lookup_value_regex = "[0-9]+"
-    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
     queryset = MessageTemplate.objects.order_by("kind", "name")
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = validated(TemplateWriteSerializer, request.data)
         template = services.template_save(**data, actor=acting_user(request))
-        return Response(
-            self.get_serializer(template).data,
-            status=status.HTTP_201_CREATED,
-            headers={"Location": reverse("template-detail", args=[template.pk])},
-        )
+        return self.created(template, self.get_serializer(template).data)
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         template = self.get_object()

@@ -6,7 +6,8 @@ per-field messages, and leave side effects (the public version bump, subscriber 
 to after the commit (docs/adr/0009-one-write-path.md).
 """
 
-from incidents.services._common import InUse, WindowSpec
+from core.errors import InUse
+from incidents.services._common import WindowSpec
 from incidents.services.action_items import (
     ActionItemChange,
     ActionItemRejected,

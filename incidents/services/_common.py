@@ -54,11 +54,6 @@ class WindowSpec:
     description: str = ""
 
 
-class InUse(ValidationError):
-    """A delete refused because history (or other records) refers to the row: the
-    interfaces show it as any refusal; the API answers 409 Conflict."""
-
-
 def validate_window(
     *,
     level: str,

@@ -17,12 +17,13 @@ from django.db.models import ProtectedError, RestrictedError
 from django.utils import timezone
 
 from core import roles
+from core.errors import InUse
 from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
 from incidents.history_counts import history_counts_rebuild
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Location, Product, ProductGroup
-from incidents.services._common import InUse, products_changed
+from incidents.services._common import products_changed
 
 M = TypeVar("M", bound=models.Model)
 

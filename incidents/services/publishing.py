@@ -6,11 +6,12 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from core import roles
+from core.errors import InUse
 from edge import version as public_cache
 from incidents import events
 from incidents.history_counts import history_counts_refresh_incident
 from incidents.models import Incident
-from incidents.services._common import InUse, impact_changed
+from incidents.services._common import impact_changed
 from incidents.services.incidents import incident_delete
 
 

@@ -40,6 +40,24 @@ def test_it_serves_an_openapi_3_schema_documenting_every_endpoint(anon: Client) 
     assert "tokenAuth" in schema["components"]["securitySchemes"]
 
 
+def test_every_conditional_or_idempotent_write_documents_its_refusals(anon: Client) -> None:
+    # The error tuples live once in api.base; every PATCH and DELETE takes If-Match (412) and
+    # every POST an Idempotency-Key (409 while running, 422 when reused).
+    schema = anon.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    needs = {"patch": {"412"}, "delete": {"412"}, "post": {"409", "422"}}
+    # The alert webhook authenticates by its own secret and takes no Idempotency-Key.
+    exempt = {("post", "/api/v1/integrations/{integration_id}/alerts/")}
+    missing = [
+        (method, path, sorted(need - set(operation["responses"])))
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if (need := needs.get(method))
+        and (method, path) not in exempt
+        and not need <= set(operation["responses"])
+    ]
+    assert missing == []
+
+
 def test_it_serves_yaml_by_default(anon: Client) -> None:
     response = anon.get("/api/schema/")
     assert response.status_code == 200

@@ -12,8 +12,10 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import path
 
 from edge.problems import RequestIdLogFilter
@@ -56,6 +58,20 @@ def test_an_unknown_api_path_is_a_problem_document(anon: Client, world: World) -
 
 def test_a_wrong_method_is_a_problem_document(staff_api: Client, world: World) -> None:
     assert_error(staff_api.put("/api/v1/status/"), 405, "method_not_allowed")
+
+
+def test_the_crud_resources_change_by_patch_only(staff_api: Client, world: World) -> None:
+    # api.base.CrudViewSet: no PUT anywhere (before the object is even looked up), and action
+    # items and credit notices, which the API never deletes, refuse DELETE.
+    for resource in (
+        "action-items/1", "alert-integrations/1", "alert-rules/1", "customers/1", "locations/x",
+        "product-groups/1", "products/gmail", "sla-policies/1", "subscribers/1", "templates/1",
+    ):  # fmt: skip
+        refused = staff_api.put(f"/api/v1/{resource}/", "{}", content_type="application/json")
+        assert_error(refused, 405, "method_not_allowed")
+        assert "PUT" not in refused["Allow"] and "PATCH" in refused["Allow"]
+    assert_error(staff_api.delete("/api/v1/action-items/1/"), 405, "method_not_allowed")
+    assert_error(staff_api.delete("/api/v1/credit-notices/1/"), 405, "method_not_allowed")
 
 
 def test_an_unacceptable_type_is_a_problem_document(anon: Client, world: World) -> None:
@@ -213,6 +229,30 @@ def test_pages_link_both_ways_in_the_body_and_the_link_header(anon: Client, worl
     assert 'rel="next"' not in response.get("Link", "")
     everything = [row["id"] for row in anon.get("/api/v1/incidents/?ordering=resolved_at").json()["results"]]
     assert seen == everything and len(set(seen)) == len(seen)
+
+
+def test_a_first_page_holding_the_whole_list_is_counted_without_a_count_query(
+    staff_api: Client, world: World
+) -> None:
+    def listing(url: str) -> tuple[dict[str, Any], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            response = staff_api.get(url)
+        assert response.status_code == 200, response.content
+        return response.json(), [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+
+    whole, counts = listing("/api/v1/incidents/?page_size=200")
+    assert counts == [] and whole["next"] is None
+    assert whole["count"] == len(whole["results"]) == Incident.objects.filter(kind="incident").count() > 1
+    # A list that goes on past its first page still counts all of it, once.
+    first, counts = listing("/api/v1/incidents/?page_size=1")
+    assert len(counts) == 1 and first["count"] == whole["count"] and len(first["results"]) == 1
+    last, counts = listing(first["next"].replace("page_size=1", "page_size=200"))
+    assert len(counts) == 1 and last["count"] == whole["count"] and last["next"] is None
+
+
+def test_a_page_memoised_for_anonymous_callers_keeps_its_link_header(anon: Client, world: World) -> None:
+    first, again = (anon.get("/api/v1/incidents/?page_size=1") for _ in range(2))
+    assert first["Link"] == again["Link"] == f'<{again.json()["next"]}>; rel="next"'
 
 
 def test_a_tampered_cursor_is_400_naming_it(anon: Client, world: World) -> None:
