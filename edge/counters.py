@@ -15,10 +15,10 @@ Counts start at zero when Redis is emptied; Prometheus' rate() takes such resets
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from bisect import bisect_left
 from collections.abc import Sequence
 
 import redis
@@ -70,23 +70,16 @@ def counter_add(name: str, amount: float = 1.0, **labels: str) -> None:
 def histogram_observe(name: str, value: float, buckets: Sequence[float], **labels: str) -> None:
     """One observation of a histogram kept as counters: `<name>_bucket` per upper bound
     (cumulative, as Prometheus reads them), `<name>_sum` and `<name>_count`."""
+    # Every bound gets its series (0 when below the value), so histogram_quantile sees
+    # the whole histogram from the first observation on.
     changes = {
-        series_key(f"{name}_bucket", {**labels, "le": _le(bound)}): 1.0
-        for bound in _bounds_from(value, buckets)
+        series_key(f"{name}_bucket", {**labels, "le": repr(float(bound))}): 1.0 if value <= bound else 0.0
+        for bound in buckets
     }
     changes[series_key(f"{name}_bucket", {**labels, "le": "+Inf"})] = 1.0
     changes[series_key(f"{name}_sum", labels)] = value
     changes[series_key(f"{name}_count", labels)] = 1.0
     _add(changes)
-
-
-def _le(bound: float) -> str:
-    return repr(float(bound))
-
-
-def _bounds_from(value: float, buckets: Sequence[float]) -> Sequence[float]:
-    ordered = sorted(buckets)
-    return ordered[bisect_left(ordered, value) :]
 
 
 def _add(changes: dict[Series, float]) -> None:
@@ -158,5 +151,6 @@ def counters_reset() -> None:
         _local.clear()
     client = _client()
     if client is not None:
-        client.delete(REDIS_KEY)
+        with contextlib.suppress(redis.exceptions.RedisError):
+            client.delete(REDIS_KEY)
     _clients.clear()
