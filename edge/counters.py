@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import cast
@@ -40,6 +41,20 @@ _pending: dict[Series, float] = {}
 _local: dict[Series, float] = {}
 _timer: threading.Timer | None = None
 _clients: dict[str, redis.Redis] = {}
+
+
+def _forget_after_fork() -> None:
+    # A forked child (gunicorn --preload, Celery prefork) inherits the parent's pending
+    # counts, which the parent flushes itself, and a timer whose thread did not follow.
+    global _lock, _timer
+    _lock = threading.Lock()
+    _timer = None
+    _pending.clear()
+    _local.clear()
+    _clients.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def series_key(name: str, labels: dict[str, str]) -> Series:

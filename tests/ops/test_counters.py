@@ -66,3 +66,24 @@ def test_it_counts_in_process_without_redis(settings: Any) -> None:
         ("latency_seconds_count", (("channel", "email"),)): 1,
     }
     counters.counters_reset()
+
+
+def _count_in_child(times: int) -> None:
+    for _ in range(times):
+        counters.counter_add("outbox_deliveries", channel="email", outcome="sent")
+    assert counters.counters_flush()  # what a child's timer does within a second
+
+
+def test_it_adds_up_counts_of_forked_processes(shared: redis.Redis) -> None:
+    import multiprocessing
+
+    counters.counter_add("outbox_deliveries", channel="email", outcome="sent")  # pending in the parent
+    fork = multiprocessing.get_context("fork")
+    children = [fork.Process(target=_count_in_child, args=(n,)) for n in (2, 3)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=30)
+        assert child.exitcode == 0
+    # 2 + 3 from the children; the parent's pending 1 was not inherited and counted twice.
+    assert _totals() == {("outbox_deliveries", (("channel", "email"), ("outcome", "sent"))): 6}
