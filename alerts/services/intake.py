@@ -41,9 +41,7 @@ def _escape_nul(text: str) -> str:
 def _keep(
     integration: Integration, *, body: bytes, remote_addr: str, status: int, outcome: str, now: datetime
 ) -> ReceivedPayload:
-    # Counted once the payload's row is committed (a rolled-back intake was not received).
-    kind = integration.kind
-    transaction.on_commit(lambda: counter_add("alert_payloads", kind=kind, status=str(status)))
+    counter_add("alert_payloads", kind=integration.kind, status=str(status))
     return ReceivedPayload.objects.create(
         integration=integration,
         received_at=now,

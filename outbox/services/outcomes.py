@@ -215,8 +215,8 @@ def messages_record_outcomes(
             sorted(message.pk for message, _ in claims)
         )
         _write_outcomes(_sort_results(claims, results, rows, now), now)
-        counts = [
-            (rows[message.pk], result) for (message, _), result in zip(claims, results, strict=True) if result
-        ]
-        transaction.on_commit(lambda: _count_outcomes(counts, now))
+    # Counted once recorded (the counters are metrics, not a side effect to hold back).
+    _count_outcomes(
+        [(rows[m.pk], result) for (m, _), result in zip(claims, results, strict=True) if result], now
+    )
     return [rows[message.pk] for message, _ in claims]
