@@ -73,7 +73,7 @@ step "base image (mmdebstrap minbase, cached in $CACHE)"
 mkdir -p "$CACHE"
 if ! podman image exists "$BASE"; then
   if [ ! -s "$CACHE/bookworm-minbase.tar" ]; then
-    mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm "$CACHE/bookworm-minbase.tar.part"
+    mmdebstrap --quiet --format=tar --variant=minbase --include=ca-certificates bookworm "$CACHE/bookworm-minbase.tar.part"
     mv "$CACHE/bookworm-minbase.tar.part" "$CACHE/bookworm-minbase.tar"
   fi
   podman import -q "$CACHE/bookworm-minbase.tar" "$BASE" >/dev/null
