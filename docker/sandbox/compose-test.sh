@@ -157,7 +157,7 @@ echo "--cpus=1 on a host with $(nproc) CPUs: $workers workers"
 step "stage 1: data services (postgres, redis, redis-pages) and the SMTP sink"
 u0=$(date +%s.%N)
 compose up -d --no-deps postgres redis redis-pages smtp >/dev/null
-podman inspect -f '{{join .Config.Healthcheck.Test " "}}' "$(cname postgres)" | grep -q -- "-h 127.0.0.1" ||
+grep -q -- "-h 127.0.0.1" <<<"$(podman inspect -f '{{join .Config.Healthcheck.Test " "}}' "$(cname postgres)")" ||
   fail "the PostgreSQL healthcheck does not go over TCP"
 for _ in $(seq 1 60); do podman healthcheck run "$(cname postgres)" >/dev/null 2>&1 && break; sleep 1; done
 podman healthcheck run "$(cname postgres)" >/dev/null || fail "PostgreSQL never became healthy"
@@ -199,23 +199,24 @@ print(api_key_create(user=user, name='compose test', scope='write').raw)" | tail
 [ -n "$api_key" ] || fail "no API key"
 api() { curl -s -H "Authorization: Bearer $api_key" -H 'Content-Type: application/json' "$@"; }
 mails() { podman exec "$(cname smtp)" cat /mail/log.jsonl; }
+# (`cmd | grep -q` would fail under pipefail when grep stops early: grep <<<"$(cmd)".)
 
 step "check: an API write is 201 and a worker delivers its email"
 m0=$(date +%s.%N)
 code="$(api -o /dev/null -w '%{http_code}' -X POST "$URL/api/v1/subscribers/" -d '{"email": "first@example.com"}')"
 [ "$code" = 201 ] || fail "POST /api/v1/subscribers/ answered $code"
-for _ in $(seq 1 60); do mails | grep -q '"first@example.com"' && break; sleep 0.5; done
-mails | grep -q '"first@example.com"' || fail "the confirmation email never reached the SMTP sink"
+for _ in $(seq 1 60); do grep -q '"first@example.com"' <<<"$(mails)" && break; sleep 0.5; done
+grep -q '"first@example.com"' <<<"$(mails)" || fail "the confirmation email never reached the SMTP sink"
 echo "201, and the email was in the sink $(since "$m0")s later"
 
 step "check: beat's schedule ticks and the periodic worker runs it"
 for _ in $(seq 1 40); do
-  podman logs "$(cname beat)" 2>&1 | grep -q "Sending due task" &&
-    podman logs "$(cname worker-periodic)" 2>&1 | grep -q "succeeded in" && break
+  grep -q "Sending due task" <<<"$(podman logs "$(cname beat)" 2>&1)" &&
+    grep -q "succeeded in" <<<"$(podman logs "$(cname worker-periodic)" 2>&1)" && break
   sleep 0.5
 done
-podman logs "$(cname beat)" 2>&1 | grep -q "Sending due task" || fail "beat sent no task"
-podman logs "$(cname worker-periodic)" 2>&1 | grep -q "succeeded in" || fail "no periodic task ran"
+grep -q "Sending due task" <<<"$(podman logs "$(cname beat)" 2>&1)" || fail "beat sent no task"
+grep -q "succeeded in" <<<"$(podman logs "$(cname worker-periodic)" 2>&1)" || fail "no periodic task ran"
 echo "$(podman logs "$(cname beat)" 2>&1 | grep -c 'Sending due task') tasks sent by beat so far"
 
 step "check: web down -> nginx serves the snapshot with its visible notice"
@@ -242,10 +243,10 @@ new_ip="$(podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{
 r0=$(date +%s.%N)
 for _ in $(seq 1 120); do
   curl -s -D "$headers" -o /dev/null "$URL/api/v1/status/"
-  head -1 "$headers" | grep -q " 200" && break
+  grep -q " 200" <<<"$(head -1 "$headers")" && break
   sleep 0.5
 done
-head -1 "$headers" | grep -q " 200" || fail "nginx does not reach web at its new address"
+grep -q " 200" <<<"$(head -1 "$headers")" || fail "nginx does not reach web at its new address"
 curl -s -D "$headers" -o /dev/null "$URL/"
 grep -qi '^X-Status-Snapshot' "$headers" && fail "nginx still serves the snapshot"
 [ "$(podman inspect -f '{{.State.Pid}}' "$(cname nginx)")" = "$nginx_pid" ] || fail "nginx was restarted"
