@@ -87,7 +87,7 @@ cp "$SB/python/Containerfile" "$ctx/"
 if [ -s /etc/ssl/certs/ca-certificates.crt ]; then
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
 else
-  podman run --rm "$BASE" cat /etc/ssl/certs/ca-certificates.crt >"$ctx/ca-certificates.crt"
+  podman run --rm --cgroup-parent="$CG_PARENT" "$BASE" cat /etc/ssl/certs/ca-certificates.crt >"$ctx/ca-certificates.crt"
 fi
 build -t docker.io/library/python:3.11-slim "$ctx"
 rm -rf "$ctx"
