@@ -146,3 +146,9 @@ class ResilientRedisCache(RedisCache):
     has_key = _guarded(RedisCache.has_key)
     incr = _guarded(RedisCache.incr)
     clear = _guarded(RedisCache.clear)
+
+
+def breaker_states() -> dict[str, bool]:
+    """This process's breakers: server name -> open (/metrics)."""
+    with _breakers_lock:
+        return {breaker.name: breaker.is_open for breaker in _breakers.values()}

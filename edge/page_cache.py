@@ -32,6 +32,7 @@ from django.utils.translation import gettext as _
 
 from edge.backoff import database
 from edge.compress import accepts_gzip, compressible
+from edge.counters import counter_add
 from edge.deadline import deadline, run_with_budget
 from edge.http import PUBLIC_CACHE_CONTROL, is_not_modified
 from edge.middleware import service_unavailable
@@ -355,7 +356,9 @@ def _rebuild(
     except DatabaseError as exc:
         logger.warning("database unavailable while rendering %s: %s", variant.key_name, exc)
         database.note_down()
+        counter_add("page_cache_rebuilds", page=variant.base_name, outcome="database_error")
         raise
+    counter_add("page_cache_rebuilds", page=variant.base_name, outcome=_rebuild_outcome(response.status_code))
     if response.status_code == 503:
         # The view caught the outage itself (DRF's handler does) and said so.
         database.note_down()
@@ -373,6 +376,10 @@ def _rebuild(
     if variant.key_name == variant.base_name:
         snapshot_write(variant.base_name, _for_snapshot(page))
     return page
+
+
+def _rebuild_outcome(status_code: int) -> str:
+    return "ok" if status_code == 200 else "unavailable" if status_code == 503 else "other"
 
 
 def _build(view: View, request: HttpRequest, args: Any, kwargs: Any) -> HttpResponse:
@@ -559,6 +566,7 @@ def public_page(
             variant = _variant(request, page_name, normalisers, args, kwargs)
             page = _hit(variant.key)
             if page is not None:
+                counter_add("page_cache_hits", page=variant.base_name)
                 return page_response(request, page)  # a hit: always served
             return _miss(view, request, args, kwargs, variant, cheap=cheap and not request.GET)
 

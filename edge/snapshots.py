@@ -133,3 +133,19 @@ def snapshot_read(name: str) -> CachedPage | None:
     return CachedPage(
         body=body, content_type=meta["content_type"], etag=meta["etag"], built_at=float(meta["built_at"])
     )
+
+
+def snapshots_built() -> dict[str, float]:
+    """Each snapshot file on disk -> when its page was built (epoch seconds), from its
+    meta file alone (/metrics: how old is what nginx would serve)."""
+    built: dict[str, float] = {}
+    try:
+        metas = sorted(snapshot_dir().glob("*.meta.json"))
+    except OSError:
+        return built
+    for meta in metas:
+        try:
+            built[meta.name.removesuffix(".meta.json")] = float(json.loads(meta.read_text())["built_at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return built

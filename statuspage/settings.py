@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "console",
     "public_site",
     "api",
+    "ops",
     "insights",
     "postmortems",
     "credits",
@@ -72,6 +73,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "ops.middleware.OpsMiddleware",  # /healthz, /readyz, /metrics before any host, TLS or language rule
     "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
     "edge.problems.RequestIdMiddleware",  # X-Request-ID, before anything answers or logs
     "edge.middleware.SecurityHeadersMiddleware",
@@ -595,3 +597,4 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
+from statuspage.settings_ops import *  # noqa: E402,F403

@@ -33,6 +33,7 @@ ROOMS = [
     "edge",
     "incidents",
     "insights",
+    "ops",
     "outbox",
     "postmortems",
     "public_site",

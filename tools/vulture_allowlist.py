@@ -28,10 +28,13 @@ FOUND_BY_FRAMEWORKS = (
     _.author_name,  # Feed reads these by name too: the feed's <author> (RFC 4287)
     _.author_link,
     _.lastmod,  # django.contrib.sitemaps.Sitemap reads it by name (<lastmod>)
+    _.collect,  # prometheus_client calls Collector.collect() on each scrape (ops/metrics.py)
 )
 CALLED_BY_TESTS = (
     # Breaker state is per process; tests/conftest.py closes the breakers between tests.
     _.reset_breakers,
+    # Shared counts live in Redis across tests; the ops tests start each from zero.
+    _.counters_reset,
 )
 # Parameters a framework passes by keyword, so they keep their names though unused.
 FRAMEWORK_PARAMETERS = (

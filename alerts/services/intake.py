@@ -19,6 +19,7 @@ from alerts.models import Alert, Integration, ReceivedPayload
 from alerts.parsers import AlertEvent, PayloadError
 from alerts.services.apply import execute, location_text, public_words
 from alerts.services.decide import decide
+from edge.counters import counter_add
 from incidents.models import ImpactLevel
 
 
@@ -40,6 +41,9 @@ def _escape_nul(text: str) -> str:
 def _keep(
     integration: Integration, *, body: bytes, remote_addr: str, status: int, outcome: str, now: datetime
 ) -> ReceivedPayload:
+    # Counted once the payload's row is committed (a rolled-back intake was not received).
+    kind = integration.kind
+    transaction.on_commit(lambda: counter_add("alert_payloads", kind=kind, status=str(status)))
     return ReceivedPayload.objects.create(
         integration=integration,
         received_at=now,

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from edge.counters import counter_add, histogram_observe
 from outbox import conf, delivery
 from outbox.models import FINAL_STATES, AttemptOutcome, DeliveryAttempt, MessageState, OutboundMessage
 from outbox.services.claim import Claim
@@ -185,6 +186,20 @@ def _write_outcomes(out: _Outcomes, now: datetime) -> None:
         DeliveryAttempt.objects.filter(pk__in=out.untried_attempts).delete()
 
 
+# Seconds from a message's creation to its delivery (/metrics, ops/metrics.py).
+LATENCY_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0)
+
+
+def _count_outcomes(counts: list[tuple[OutboundMessage, delivery.Result]], now: datetime) -> None:
+    for row, result in counts:
+        counter_add("outbox_deliveries", channel=row.channel, outcome=result.outcome)
+        if result.outcome == delivery.SENT:
+            latency = ((row.sent_at or now) - row.created_at).total_seconds()
+            histogram_observe(
+                "outbox_delivery_latency_seconds", max(latency, 0.0), LATENCY_BUCKETS, channel=row.channel
+            )
+
+
 def messages_record_outcomes(
     claims: list[Claim], results: list[delivery.Result | None]
 ) -> list[OutboundMessage]:
@@ -200,4 +215,8 @@ def messages_record_outcomes(
             sorted(message.pk for message, _ in claims)
         )
         _write_outcomes(_sort_results(claims, results, rows, now), now)
+        counts = [
+            (rows[message.pk], result) for (message, _), result in zip(claims, results, strict=True) if result
+        ]
+        transaction.on_commit(lambda: _count_outcomes(counts, now))
     return [rows[message.pk] for message, _ in claims]
