@@ -177,6 +177,8 @@ for _ in $(seq 1 120); do
 done
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/")" = 200 ] || fail "/ through nginx is not 200"
 FIRST_200="$(since "$w0")"
+podman healthcheck run "$(cname web)" >/dev/null || fail "web's healthcheck (/readyz) fails"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/healthz")" = 200 ] || fail "/healthz is not 200"
 echo "first 200 through nginx ${FIRST_200}s after web started, $(since "$u0")s after the first up"
 
 step "check: every container nested in this job's cgroup ($job_cg)"
