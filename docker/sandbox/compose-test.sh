@@ -163,9 +163,11 @@ for _ in $(seq 1 60); do podman healthcheck run "$(cname postgres)" >/dev/null 2
 podman healthcheck run "$(cname postgres)" >/dev/null || fail "PostgreSQL never became healthy"
 echo "postgres healthy over TCP after $(since "$u0")s"
 
-step "stage 2: migrate"
+step "stage 2: migrate, then prerender"
 compose up -d --no-deps migrate >/dev/null
 [ "$(podman wait "$(cname migrate)")" = 0 ] || fail "migrate failed"
+compose up -d --no-deps prerender >/dev/null
+[ "$(podman wait "$(cname prerender)")" = 0 ] || fail "prerender failed"
 
 step "stage 3: web, the three workers, beat, nginx"
 w0=$(date +%s.%N)
