@@ -127,7 +127,11 @@ done
 
 step "app image (docker/Dockerfile, unchanged)"
 b0=$(date +%s.%N)
+previous="$(podman image inspect -f '{{.Id}}' "$APP" 2>/dev/null || true)"
 podman build -q --cgroup-parent="$CG_PARENT" -f docker/Dockerfile -t "$APP" . >/dev/null
+# The image this replaces would pile up untagged, one per run.
+[ -z "$previous" ] || [ "$previous" = "$(podman image inspect -f '{{.Id}}' "$APP")" ] ||
+  podman rmi "$previous" >/dev/null 2>&1 || true
 BUILD_SECONDS="$(since "$b0")"
 IMAGE_MB="$(podman image inspect -f '{{.Size}}' "$APP" | awk '{ printf "%d", $1 / 1000000 }')"
 echo "built in ${BUILD_SECONDS}s, ${IMAGE_MB} MB"
