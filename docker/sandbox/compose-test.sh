@@ -91,10 +91,13 @@ else
 fi
 build -t docker.io/library/python:3.11-slim "$ctx"
 rm -rf "$ctx"
-build -t docker.io/library/postgres:16-alpine "$SB/postgres"
-build -t docker.io/library/redis:7-alpine "$SB/redis"
-build -t docker.io/library/nginx:1.27-alpine "$SB/nginx"
-build -t localhost/statuspage-sandbox/smtp:latest "$SB/smtp"
+# The rest side by side: on a fresh machine they mostly wait on the archive.
+pids=()
+build -t docker.io/library/postgres:16-alpine "$SB/postgres" & pids+=($!)
+build -t docker.io/library/redis:7-alpine "$SB/redis" & pids+=($!)
+build -t docker.io/library/nginx:1.27-alpine "$SB/nginx" & pids+=($!)
+build -t localhost/statuspage-sandbox/smtp:latest "$SB/smtp" & pids+=($!)
+for pid in "${pids[@]}"; do wait "$pid" || fail "a stand-in image did not build"; done
 
 # --- Settings: docker/.env as an operator writes it, from .env.example ---------------------
 if [ -e "$ENV_FILE" ]; then
