@@ -11,7 +11,7 @@ RUN_ENV := DEBUG=1 SITE_URL='$(SITE_URL)'
 # Two test processes, each file on one of them (`make test PYTEST_PARALLEL=` runs one).
 PYTEST_PARALLEL ?= -n 2 --dist loadfile
 
-.PHONY: run test lint typecheck layers sizes check bench clean
+.PHONY: run test lint typecheck layers sizes check bench clean compose-test
 
 # The virtualenv is rebuilt when a requirements file changes.
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt
@@ -63,6 +63,11 @@ sizes: $(VENV)/.installed-dev
 
 check: lint typecheck layers sizes
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+
+# The container stack built and run as production runs it, under podman, with smoke and
+# failure checks through nginx (docker/sandbox/compose-test.sh; root, podman, runc, mmdebstrap).
+compose-test: $(VENV)/.installed-dev
+	PODMAN_COMPOSE=$(VENV)/bin/podman-compose docker/sandbox/compose-test.sh
 
 clean:
 	rm -rf $(VENV) var/test .pytest_cache .mypy_cache .ruff_cache

@@ -2,16 +2,42 @@
 
 from __future__ import annotations
 
-import multiprocessing
+import math
 import os
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 # Threads keep cached reads cheap; processes spread the CPU-bound renders across cores.
 worker_class = "gthread"
-workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2))
+
+
+def cpu_limit() -> float:
+    """The CPUs this container may use: its cgroup's CPU quota (cgroup v2 `cpu.max`, v1
+    `cpu.cfs_quota_us`), else the CPUs it may be scheduled on. Not the host's count: a
+    container limited to one CPU on a 32-core host must not start 64 workers."""
+    cpus = float(len(os.sched_getaffinity(0)))
+    quota = period = ""
+    try:
+        quota, _sep, period = Path("/sys/fs/cgroup/cpu.max").read_text().partition(" ")
+    except OSError:
+        for base in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+            try:
+                quota = Path(base, "cpu.cfs_quota_us").read_text()
+                period = Path(base, "cpu.cfs_period_us").read_text()
+                break
+            except OSError:
+                continue
+    quota, period = quota.strip(), period.strip()
+    if quota and quota not in ("max", "-1") and period and int(period) > 0:
+        cpus = min(cpus, int(quota) / int(period))
+    return cpus
+
+
+# Default: two per CPU of the container's limit (at least one CPU's worth).
+workers = int(os.environ.get("GUNICORN_WORKERS", 2 * max(1, math.ceil(cpu_limit()))))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))
 # A short listen queue: beyond it the kernel refuses connections fast instead of holding
 # a queue that grows while the herd keeps arriving. The load balancer retries elsewhere.

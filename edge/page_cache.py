@@ -112,6 +112,24 @@ def _stale_notice(page: CachedPage) -> str:
     )
 
 
+def _for_snapshot(page: CachedPage) -> CachedPage:
+    """The copy written to disk: the files nginx serves when the app itself is down, so
+    the notice is written into them (the app cannot fill it in then). Its text holds
+    whenever the file is shown; live.js removes it once the live data is back."""
+    if SNAPSHOT_MARKER not in page.body:
+        return page
+    built = datetime.fromtimestamp(page.built_at, tz=UTC)
+    when = f'<time datetime="{built.isoformat()}">{built:%Y-%m-%d %H:%M} UTC</time>'
+    notice = (
+        '<div class="snapshot-notice" role="status"><strong>'
+        + _("This page may be out of date.")
+        + "</strong> "
+        + _("Live data is temporarily unavailable: this is a copy saved at %(when)s.") % {"when": when}
+        + "</div>"
+    )
+    return replace(page, body=page.body.replace(SNAPSHOT_MARKER, notice.encode(), 1), gzip_body=None)
+
+
 # --- Deciding ------------------------------------------------------------------------------
 
 
@@ -356,7 +374,7 @@ def _rebuild(
     cache_set(variant.last_key, page, LAST_GOOD_TTL, store=store)
     announce(variant.key, store=store)
     if variant.key_name == variant.base_name:
-        snapshot_write(variant.base_name, page)
+        snapshot_write(variant.base_name, _for_snapshot(page))
     return page
 
 
