@@ -595,3 +595,4 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
+from statuspage.settings_replica import *  # noqa: E402,F403
