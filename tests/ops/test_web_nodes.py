@@ -82,6 +82,9 @@ class Node:
             raise RuntimeError(f"gunicorn exited early:\n{self.log.read_text()}")
         return _get(self.port, "/robots.txt") == 200
 
+    def log_text(self) -> str:
+        return self.log.read_text()
+
     def kill(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -173,7 +176,7 @@ def nodes(world: None, redis_url: str, tmp_path: Path) -> Iterator[tuple[list[No
     )
     try:
         for node in started:
-            wait_for(node.ready, timeout=60, message=lambda: node.log.read_text())
+            wait_for(node.ready, timeout=60, message=node.log_text)
         wait_for(lambda: _get(port, "/robots.txt") == 200, timeout=30, message=lambda: str(prefix))
         yield started, port
     finally:
