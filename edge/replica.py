@@ -63,12 +63,6 @@ def public_read() -> Iterator[ReadState]:
         _state.reset(token)
 
 
-def mark_public_read(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Mark a view whose anonymous GETs may be answered from the replica."""
-    view.public_read = True  # type: ignore[attr-defined]
-    return view
-
-
 @dataclass
 class Verdict:
     usable: bool

@@ -71,7 +71,7 @@ INSTALLED_APPS = [
     "core",
 ]
 
-MIDDLEWARE = [
+MIDDLEWARE: list[str] = [
     "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
     "edge.problems.RequestIdMiddleware",  # X-Request-ID, before anything answers or logs
     "edge.middleware.SecurityHeadersMiddleware",
@@ -128,7 +128,7 @@ if not DATABASE_URL:
     # Embedded default: a SQLite file in VAR_DIR, which a fresh clone does not have yet.
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'statuspage.sqlite3'}"
-DATABASES = {
+DATABASES: dict[str, dj_database_url.DBConfig] = {
     "default": dj_database_url.parse(
         DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )

@@ -54,9 +54,10 @@ def replica_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[Re
     bindir = binaries(major)
     if bindir is None:
         service_missing(f"pg_basebackup for PostgreSQL {major} is not installed (apt-get install postgresql)")
+    assert bindir is not None
     if wal_level == "minimal" or senders < 1:
         service_missing(f"the test server cannot stream (wal_level={wal_level}, max_wal_senders={senders})")
-    server = Replica(bindir, primary)
+    server = Replica(bindir, dict(primary))
     try:
         server.start()
         alias = copy.deepcopy(connections["default"].settings_dict)

@@ -140,6 +140,7 @@ def nodes(world: None, redis_url: str, tmp_path: Path) -> Iterator[tuple[list[No
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     if nginx is None:
         service_missing("nginx is not installed (apt-get install nginx-light)")
+    assert nginx is not None
     redis.Redis.from_url(redis_url).flushdb()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
     env.update(
