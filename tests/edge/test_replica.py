@@ -34,6 +34,7 @@ from tests.waiting import poll
 # The replica alias is a mirror of "default" for Django's test machinery (never flushed:
 # it is read-only and gets the primary's rows by replication) but has its own connection.
 pytestmark = [
+    pytest.mark.services,
     pytest.mark.usefixtures("postgres"),
     pytest.mark.django_db(transaction=True, databases=["default", REPLICA]),
 ]
@@ -59,7 +60,10 @@ def replica_server(django_db_setup: None, django_db_blocker: Any) -> Iterator[Re
         service_missing(f"the test server cannot stream (wal_level={wal_level}, max_wal_senders={senders})")
     server = Replica(bindir, dict(primary))
     try:
-        server.start()
+        try:
+            server.start()
+        except RuntimeError as exc:  # e.g. no replication line in pg_hba.conf
+            service_missing(f"no replica could be made of the test server: {exc}")
         alias = copy.deepcopy(connections["default"].settings_dict)
         alias.update(HOST="127.0.0.1", PORT=str(server.port))
         alias["TEST"] = {**alias.get("TEST", {}), "MIRROR": "default"}
