@@ -5,6 +5,7 @@ work that may outlive the request that started it. Design: docs/adr/0006-deadlin
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import select
 import threading
@@ -123,7 +124,10 @@ def start_in_background(fn: Callable[[], T], *, name: str, max_seconds: float) -
             # A thread of its own has connections of its own: never leave them open.
             connections.close_all()
 
-    threading.Thread(target=run, name=f"rebuild:{name}", daemon=True).start()
+    # In a copy of the caller's context: the request's id and whether it is a public read
+    # (edge/replica.py) hold for the work it hands over.
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name=f"rebuild:{name}", daemon=True).start()
     return future
 
 

@@ -576,6 +576,8 @@ def public_page(
             )
 
         wrapped.shed_exempt = True  # type: ignore[attr-defined]
+        # Anonymous GETs of it may be read from the replica (edge/replica.py).
+        wrapped.public_read = True  # type: ignore[attr-defined]
         # functools.wraps copies it onto wrappers of this view (the language entry of `/`).
         wrapped.prerender = prerender  # type: ignore[attr-defined]
         return wrapped

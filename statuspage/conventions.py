@@ -38,3 +38,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": f"django.contrib.auth.password_validation.{name}"}
     for name in ("UserAttributeSimilarityValidator", "MinimumLengthValidator", "CommonPasswordValidator")
 ]
+
+# The rooms, top to bottom (import-linter holds the order; see pyproject.toml).
+ROOMS = [
+    "demo",
+    "console",
+    "public_site",
+    "api",
+    "ops",
+    "insights",
+    "postmortems",
+    "credits",
+    "subscriptions",
+    "alerts",
+    "incidents",
+    "outbox",
+    "edge",
+    "core",
+]

@@ -55,24 +55,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
-    # Rooms, top to bottom (import-linter holds the order; see pyproject.toml):
-    "demo",
-    "console",
-    "public_site",
-    "api",
-    "ops",
-    "insights",
-    "postmortems",
-    "credits",
-    "subscriptions",
-    "alerts",
-    "incidents",
-    "outbox",
-    "edge",
-    "core",
+    *conventions.ROOMS,
 ]
 
-MIDDLEWARE = [
+MIDDLEWARE: list[str] = [
     "ops.middleware.OpsMiddleware",  # /healthz, /readyz, /metrics before any host, TLS or language rule
     "edge.compress.WireMiddleware",  # outermost: compresses what the others wrote
     "edge.problems.RequestIdMiddleware",  # X-Request-ID, before anything answers or logs
@@ -130,7 +116,7 @@ if not DATABASE_URL:
     # Embedded default: a SQLite file in VAR_DIR, which a fresh clone does not have yet.
     VAR_DIR.mkdir(parents=True, exist_ok=True)
     DATABASE_URL = f"sqlite:///{VAR_DIR / 'statuspage.sqlite3'}"
-DATABASES = {
+DATABASES: dict[str, dj_database_url.DBConfig] = {
     "default": dj_database_url.parse(
         DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
@@ -598,3 +584,4 @@ CELERY_BEAT_SCHEDULE = {
 
 LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
 from statuspage.settings_ops import *  # noqa: E402,F403
+from statuspage.settings_replica import *  # noqa: E402,F403

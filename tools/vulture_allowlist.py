@@ -17,12 +17,17 @@ NAMED_IN_SETTINGS = (
     _.login_client_address,  # AXES_CLIENT_IP_CALLABLE
     _.ProblemAwareNegotiation,  # REST_FRAMEWORK["DEFAULT_CONTENT_NEGOTIATION_CLASS"]
     _.RequestIdLogFilter,  # LOGGING["filters"]
+    _.ReplicaRouter,  # DATABASE_ROUTERS (statuspage/settings_replica.py)
 )
 FOUND_BY_FRAMEWORKS = (
     # drf-spectacular registers OpenApiAuthenticationExtension subclasses when they are defined.
     _.ApiKeyScheme,
     _.SessionCookieScheme,
     _.has_permission,  # DRF calls it on each permission class
+    _.db_for_read,  # Django's database router protocol (edge.replica.ReplicaRouter)
+    _.db_for_write,
+    _.allow_relation,
+    _.allow_migrate,
     _.Access,  # a model without a table: Django creates the permissions of core.roles from it
     _.feed_url,  # django.contrib.syndication.Feed reads it by name (the feed's self link)
     _.author_name,  # Feed reads these by name too: the feed's <author> (RFC 4287)
@@ -49,5 +54,7 @@ FRAMEWORK_PARAMETERS = (
     _.app_configs,  # Django system checks
     _.signum,  # signal.signal handlers
     _.frame,
+    _.hints,  # Django database routers
+    _.app_label,
     _.script_prefix,  # an lru_cache key: one URL pattern per script prefix
 )
