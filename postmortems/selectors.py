@@ -293,16 +293,20 @@ def incident_links(*, incident: Incident, public: bool) -> list[LinkedIncident]:
     return result
 
 
-def recurrences_per_product(*, incident_ids: Sequence[int] | None = None) -> list[tuple[str, int]]:
+def recurrences_per_product(
+    *, since: datetime, until: datetime, product_ids: Sequence[int] | None = None
+) -> list[tuple[str, int]]:
     """(product name, recurring incidents) for each product a recurrence touched: how
-    often a product's trouble came back. `incident_ids` limits it to a set of incidents
-    (an insights scope). Two reads."""
-    links = IncidentLink.objects.filter(kind=LinkKind.RECURRENCE_OF)
-    if incident_ids is not None:
-        links = links.filter(from_incident_id__in=incident_ids)
-    recurring = set(links.values_list("from_incident_id", flat=True))
-    pairs = set(
-        ImpactWindow.objects.filter(incident_id__in=recurring).values_list("incident_id", "product__name")
+    often a product's trouble came back. A recurring incident counts in the range it
+    started in, once per product it touched (`product_ids` narrows the products: an
+    insights scope). One read."""
+    windows = ImpactWindow.objects.filter(
+        incident__links_out__kind=LinkKind.RECURRENCE_OF,
+        incident__started_at__gte=since,
+        incident__started_at__lt=until,
     )
+    if product_ids is not None:
+        windows = windows.filter(product_id__in=product_ids)
+    pairs = set(windows.values_list("incident_id", "product__name"))
     counts = Counter(name for _incident, name in pairs)
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
