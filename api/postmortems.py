@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.pagination import BasePagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.routers import DefaultRouter
@@ -39,7 +41,9 @@ PREFIX = "incidents/(?P<incident_public_id>[a-z0-9]{12})"
 
 
 class TimelineEntrySerializer(serializers.ModelSerializer):
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    author: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = TimelineEntry
@@ -67,8 +71,12 @@ class TimelineEntryEditSerializer(s.StrictSerializer):
 
 
 class IncidentLinkSerializer(serializers.ModelSerializer):
-    from_incident = serializers.SlugRelatedField(slug_field="public_id", read_only=True)
-    to_incident = serializers.SlugRelatedField(slug_field="public_id", read_only=True)
+    from_incident: serializers.SlugRelatedField[Incident] = serializers.SlugRelatedField(
+        slug_field="public_id", read_only=True
+    )
+    to_incident: serializers.SlugRelatedField[Incident] = serializers.SlugRelatedField(
+        slug_field="public_id", read_only=True
+    )
 
     class Meta:
         model = IncidentLink
@@ -105,7 +113,7 @@ class TimelineRowSerializer(serializers.Serializer):
 
 class _UnderIncident(APIMixin):
     permission_classes = [StaffOnly]
-    pagination_class = None  # one incident's records: a short list
+    pagination_class: type[BasePagination] | None = None  # one incident's records: a short list
     lookup_value_regex = "[0-9]+"
 
     def incident(self) -> Incident:

@@ -28,7 +28,7 @@ from postmortems import durations
 from postmortems.models import IncidentLink, LinkKind, Phase, TimelineEntry
 
 # The phase an update's status belongs to.
-_STATUS_PHASE = {
+_STATUS_PHASE: dict[str, str] = {
     Incident.Status.INVESTIGATING: Phase.DIAGNOSIS,
     Incident.Status.IDENTIFIED: Phase.DIAGNOSIS,
     Incident.Status.MONITORING: Phase.MITIGATION,
