@@ -198,14 +198,32 @@ _KIND_ORDER = {
 }
 
 
-def incident_timeline(*, incident: Incident, public: bool, now: datetime | None = None) -> Timeline:
+@dataclass(frozen=True)
+class Loaded:
+    """What a caller has already read for the incident (the public page has its public
+    windows, its updates and its published report), so the timeline need not read them again."""
+
+    windows: Sequence[ImpactWindow]
+    updates: Sequence[IncidentUpdate]
+    report: IncidentReport | None
+
+
+def incident_timeline(
+    *, incident: Incident, public: bool, now: datetime | None = None, loaded: Loaded | None = None
+) -> Timeline:
     """The merged timeline of one incident, earliest first, with its key durations.
 
-    Five reads (windows, updates, report, staff entries, and for staff the first alert)."""
+    Five reads (windows, updates, report, staff entries, and for staff the first alert);
+    one (the staff entries) when the caller passes what it has `loaded`."""
     now = now or timezone.now()
-    windows = list(incident.windows.select_related("product", "location").order_by("started_at", "id"))
-    updates = list(incident.updates.order_by("display_at", "id"))
-    report = IncidentReport.objects.filter(incident=incident).first()
+    if loaded is None:
+        windows = list(incident.windows.select_related("product", "location").order_by("started_at", "id"))
+        updates = list(incident.updates.order_by("display_at", "id"))
+        report = IncidentReport.objects.filter(incident=incident).first()
+    else:
+        windows = sorted(loaded.windows, key=lambda w: (w.started_at, w.pk))
+        updates = sorted(loaded.updates, key=lambda u: (u.display_at, u.pk))
+        report = loaded.report
     entries = incident.timeline_entries.select_related("author")
     if public:
         entries = entries.filter(visibility=TimelineEntry.Visibility.PUBLIC)

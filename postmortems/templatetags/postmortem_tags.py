@@ -9,13 +9,22 @@ from typing import Any
 from django import template
 
 from incidents.models import Incident, IncidentReport
-from postmortems.selectors import incident_links, incident_timeline
+from postmortems.selectors import Loaded, incident_links, incident_timeline
 
 register = template.Library()
 
 
-@register.inclusion_tag("postmortems/_public_timeline.html")
-def report_timeline(report: IncidentReport) -> dict[str, Any]:
+@register.inclusion_tag("postmortems/_public_timeline.html", takes_context=True)
+def report_timeline(context: template.Context, report: IncidentReport) -> dict[str, Any]:
+    """On the public incident page, the timeline reuses the page's windows, updates and
+    report (one more read: the staff entries); elsewhere (the console's preview) it reads them."""
+    page = context.get("page")
+    incident = getattr(page, "incident", None)
+    if incident is not None and incident.pk == report.incident_id:
+        loaded = Loaded(
+            windows=[row.window for row in page.windows], updates=page.updates, report=page.report
+        )
+        return {"timeline": incident_timeline(incident=incident, public=True, loaded=loaded)}
     return {"timeline": incident_timeline(incident=report.incident, public=True)}
 
 
