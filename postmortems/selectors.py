@@ -318,8 +318,10 @@ def recurrences_per_product(
     often a product's trouble came back. A recurring incident counts in the range it
     started in, once per product it touched (`product_ids` narrows the products: an
     insights scope). One read."""
+    # A recurrence is a `recurrence_of` link, or the older `Incident.recurrence_of` field
+    # (docs/adr/0020-timeline.md): both count, once per incident.
     windows = ImpactWindow.objects.filter(
-        incident__links_out__kind=LinkKind.RECURRENCE_OF,
+        Q(incident__links_out__kind=LinkKind.RECURRENCE_OF) | Q(incident__recurrence_of__isnull=False),
         incident__started_at__gte=since,
         incident__started_at__lt=until,
     )

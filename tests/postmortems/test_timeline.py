@@ -220,6 +220,12 @@ def test_insights_count_recurrences_per_product(alice: User, staff_client: Clien
     assert selectors.recurrences_per_product(since=since, until=until) == [("Gmail", 1)]
     assert selectors.recurrences_per_product(since=since, until=until, product_ids=[storage.pk]) == []
     assert selectors.recurrences_per_product(since=utc(2026, 12, 1), until=utc(2027, 1, 1)) == []
+    # The older field counts too, once per incident.
+    Incident.objects.filter(pk=other.pk).update(recurrence_of=first)
+    assert selectors.recurrences_per_product(since=since, until=until) == [("Cloud Storage", 1), ("Gmail", 1)]
+    Incident.objects.filter(pk=again.pk).update(recurrence_of=first)
+    assert selectors.recurrences_per_product(since=since, until=until) == [("Cloud Storage", 1), ("Gmail", 1)]
+    Incident.objects.filter(pk__in=[other.pk, again.pk]).update(recurrence_of=None)
     with freeze_time(utc(2026, 12, 5, 12)):  # the default range: the months up to this one
         html = staff_client.get("/manage/insights/").content.decode()
     assert 'id="recurrences"' in html
