@@ -18,7 +18,7 @@ register = template.Library()
 def report_timeline(context: template.Context, report: IncidentReport) -> dict[str, Any]:
     """On the public incident page, the timeline reuses the page's windows, updates and
     report (one more read: the staff entries); elsewhere (the console's preview) it reads them."""
-    page = context.get("page")
+    page: Any = context.get("page")
     incident = getattr(page, "incident", None)
     if incident is not None and incident.pk == report.incident_id:
         loaded = Loaded(
