@@ -10,6 +10,7 @@ from api import (
     credits,
     customers,
     incidents,
+    postmortems,
     sla_policies,
     subscribers,
     templates,
@@ -28,6 +29,7 @@ def build_router() -> V1Router:
     router.register("incidents", incidents.IncidentViewSet, basename="incident")
     router.register("maintenance", incidents.MaintenanceViewSet, basename="maintenance")
     router.register("action-items", incidents.ActionItemViewSet, basename="action-item")
+    postmortems.register(router)  # timeline entries, links and the timeline under an incident (staff)
     credits.register(router)  # credit-notices (staff)
     subscribers.register(router)  # subscribers and their webhooks (staff)
     # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import credit_views, edit_views, report_views, update_views, views
+from console import credit_views, edit_views, report_views, timeline_views, update_views, views
 
 app_name = "console"
 
@@ -17,6 +17,7 @@ urlpatterns = [
     path("incidents/<str:public_id>/publish/", views.publish_draft, name="publish"),
     path("incidents/<str:public_id>/edit/", edit_views.incident_edit, name="incident_edit"),
     path("incidents/<str:public_id>/report/", report_views.report, name="report"),
+    path("incidents/<str:public_id>/report/timeline/", timeline_views.timeline, name="timeline"),
     path("templates/", views.templates, name="templates"),
     path("templates/new/", views.template_edit, name="template_new"),
     path("templates/<int:pk>/", views.template_edit, name="template_edit"),

@@ -15,6 +15,7 @@ from decimal import ROUND_DOWN, Decimal
 from functools import cached_property
 
 from incidents import intervals, uptime
+from postmortems import durations
 
 MONTH = "month"
 QUARTER = "quarter"
@@ -269,16 +270,16 @@ def _non_negative(delta: timedelta) -> timedelta:
 
 def incident_row(facts: IncidentFacts, *, now: datetime, weights: uptime.Weights) -> IncidentRow:
     response = not facts.is_maintenance
-    detect = None
-    if response and facts.detected_at is not None:
-        detect = _non_negative(facts.detected_at - facts.started_at)
+    # Time to detect and to resolve are the report's own figures (postmortems.durations).
+    milestones = durations.Milestones(
+        impact_start=facts.started_at, detected_at=facts.detected_at, resolved_at=facts.resolved_at
+    )
+    detect = durations.time_to_detect(milestones) if response else None
     first_update = None
     if response and facts.is_public and facts.first_posted_at is not None:
         reference = facts.detected_at or facts.declared_at
         first_update = _non_negative(facts.first_posted_at - reference)
-    resolve = None
-    if response and facts.resolved_at is not None:
-        resolve = _non_negative(facts.resolved_at - facts.started_at)
+    resolve = durations.time_to_resolve(milestones) if response else None
     cadence = None
     if (
         response

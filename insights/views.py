@@ -22,6 +22,7 @@ from core import roles
 from incidents import uptime
 from insights import metrics, present, selectors
 from insights.forms import InsightsFilterForm
+from postmortems.selectors import recurrences_per_product
 
 View = Callable[..., HttpResponse]
 
@@ -82,6 +83,9 @@ def insights(request: HttpRequest) -> HttpResponse:
                 "rule": selectors.weighting_rule(page.weights),
                 "last_period": page.periods[-1].label,
                 "median_resolve": metrics.format_hours(page.response.resolve.median),
+                "recurrences": recurrences_per_product(
+                    since=page.start, until=page.end, product_ids=[p.pk for p in page.scope.products]
+                ),
             },
         )
 

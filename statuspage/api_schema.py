@@ -60,4 +60,5 @@ ENUM_NAME_OVERRIDES = {
     "TemplateKindEnum": "incidents.message_templates.TemplateKind",  # issue 31, api/templates.py
     "IntegrationKindEnum": "alerts.models.IntegrationKind",
     "SubscriberKindEnum": "subscriptions.models.SubscriberKind",  # issue 31: subscribers API
+    "IncidentLinkKindEnum": "postmortems.models.LinkKind",  # issue 32: api/postmortems.py
 }

@@ -91,6 +91,8 @@ LIVE_IDS = {
     "default_product": "products",
     # Issue 31, catalogue: a location inside another (a region).
     "parent": "regions",
+    # Issue 32: a link's other incident (api/postmortems.py).
+    "to_incident": "incidents",
 }
 # Times, in the order they must come (an end not before its start, detection not before
 # the start of impact, ...). The schema says each bound in words: JSON Schema cannot
@@ -101,6 +103,7 @@ TIME_ORDER = [
     "detected_at",
     "first_update_at",
     "display_at",
+    "at",  # issue 32: a timeline entry's time (not in the future)
     "ended_at",
     "resolved_at",
     "published_at",
