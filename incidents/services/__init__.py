@@ -41,6 +41,7 @@ from incidents.services.incidents import (
 from incidents.services.publishing import incident_draft_delete, incident_publish
 from incidents.services.reports import (
     ReportRejected,
+    report_approve,
     report_publish,
     report_save,
     report_save_with_action_items,
@@ -102,6 +103,7 @@ __all__ = [
     "product_group_create",
     "product_group_delete",
     "product_group_edit",
+    "report_approve",
     "report_publish",
     "report_save",
     "report_save_with_action_items",
