@@ -6,7 +6,7 @@ per-field messages, and leave side effects (the public version bump, subscriber 
 to after the commit (docs/adr/0009-one-write-path.md).
 """
 
-from incidents.services._common import InUse, WindowSpec
+from incidents.services._common import InUse, WindowSpec, markdown_field
 from incidents.services.action_items import (
     ActionItemChange,
     ActionItemRejected,
@@ -96,6 +96,7 @@ __all__ = [
     "location_create",
     "location_delete",
     "location_edit",
+    "markdown_field",
     "product_archive",
     "product_create",
     "product_delete",
