@@ -24,47 +24,63 @@ class FactorRow:
 
 
 @transaction.atomic
-def factors_set(
-    *, incident: Incident, rows: Sequence[FactorRow], actor: User | None = None
-) -> list[ContributingFactor]:
-    """Replace the report's contributing factors with `rows`, in their order."""
+def report_insights_save(
+    *,
+    incident: Incident,
+    factors: Sequence[FactorRow],
+    reflections: dict[str, tuple[str, bool]],
+    actor: User | None = None,
+) -> None:
+    """The report's contributing factors (replaced by `factors`, in their order) and its
+    reflections (section -> (Markdown, public?)), all saved or none."""
     roles.check(actor, "report.write")
     report = _report(incident)
     errors: list[str] = []
-    for index, row in enumerate(rows, start=1):
+    for index, row in enumerate(factors, start=1):
         if row.kind not in ContributingFactor.Kind.values:
-            errors.append(f"Factor {index}: unknown kind {row.kind!r}.")
+            errors.append(f"Contributing factor {index}: choose its kind.")
         if not row.description.strip():
-            errors.append(f"Factor {index}: describe the factor.")
+            errors.append(f"Contributing factor {index}: describe the factor.")
+    unknown = set(reflections) - set(Reflection.Section.values)
+    if unknown:
+        errors.append(f"Unknown reflections: {', '.join(sorted(unknown))}.")
+    rendered = {}
+    for section, (body, is_public) in reflections.items():
+        try:
+            rendered[section] = (*incident_services.markdown_field(body, field=section), is_public)
+        except ValidationError as exc:
+            errors.extend(exc.messages)
     if errors:
-        raise ValidationError({"factors": errors})
+        raise ValidationError(errors)
     ContributingFactor.objects.filter(report=report).delete()
-    return [
-        ContributingFactor.objects.create(
+    ContributingFactor.objects.bulk_create(
+        ContributingFactor(
             report=report,
             kind=row.kind,
             description=row.description.strip(),
             is_public=row.is_public,
             position=i,
         )
-        for i, row in enumerate(rows)
-    ]
+        for i, row in enumerate(factors)
+    )
+    for section, (source, html, is_public) in rendered.items():
+        Reflection.objects.update_or_create(
+            report=report,
+            section=section,
+            defaults={"body": source, "body_html": html, "is_public": is_public},
+        )
 
 
 @transaction.atomic
-def reflection_save(
-    *, incident: Incident, section: str, body: str, is_public: bool = False, actor: User | None = None
-) -> Reflection:
-    """Write one of the reflections (internal unless `is_public`)."""
+def report_started(*, incident: Incident, template: ReportTemplate, actor: User | None = None) -> None:
+    """A report begun from `template`: its reflections start from the template's text."""
     roles.check(actor, "report.write")
-    if section not in Reflection.Section.values:
-        raise ValidationError({"section": f"Unknown reflection {section!r}."})
     report = _report(incident)
-    source, html = incident_services.markdown_field(body, field=section)
-    reflection, _ = Reflection.objects.update_or_create(
-        report=report, section=section, defaults={"body": source, "body_html": html, "is_public": is_public}
-    )
-    return reflection
+    for section in ReportTemplate.REFLECTIONS:
+        text = getattr(template, section)
+        if text.strip() and not Reflection.objects.filter(report=report, section=section).exists():
+            source, html = incident_services.markdown_field(text, field=section)
+            Reflection.objects.create(report=report, section=section, body=source, body_html=html)
 
 
 def _report(incident: Incident) -> IncidentReport:

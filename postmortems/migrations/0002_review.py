@@ -11,23 +11,23 @@ GOOGLE_STYLE = {
     "name": "Incident report (four sections)",
     "description": "The public report: summary, impact, root cause, remediation and prevention.",
     "is_default": True,
-    "summary": "On <date>, <product> <what customers saw> for <duration>. We apologise to ...",
-    "root_cause": "<What failed, why it failed, and why it spread.>",
-    "remediation": "<What we did to restore service, and what we are doing so it does not happen again.>",
-    "impact_description": "<Who was affected, where, from when to when, and how badly.>",
+    "summary": "On [date], [product] [what customers saw] for [duration]. We apologise to [who was affected].",
+    "root_cause": "[What failed, why it failed, and why it spread.]",
+    "remediation": "[What we did to restore service, and what we are doing so it does not happen again.]",
+    "impact_description": "[Who was affected, where, from when to when, and how badly.]",
 }
 FULLER = {
     "name": "Full internal review",
     "description": "The four sections plus contributing factors and reflections, for the team.",
     "is_default": False,
     "summary": GOOGLE_STYLE["summary"],
-    "root_cause": "<Each contributing factor: the change, dependency, capacity, configuration, "
-    "process or detection gap, and how they combined.>",
+    "root_cause": "[Each contributing factor: the change, dependency, capacity, configuration, "
+    "process or detection gap, and how they combined.]",
     "remediation": GOOGLE_STYLE["remediation"],
     "impact_description": GOOGLE_STYLE["impact_description"],
-    "went_well": "- <What helped us detect, diagnose or mitigate quickly.>",
-    "went_wrong": "- <What slowed us down or made the impact worse.>",
-    "got_lucky": "- <What could have made this much worse, and did not by chance.>",
+    "went_well": "- [What helped us detect, diagnose or mitigate quickly.]",
+    "went_wrong": "- [What slowed us down or made the impact worse.]",
+    "got_lucky": "- [What could have made this much worse, and did not by chance.]",
 }
 
 
