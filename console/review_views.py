@@ -49,8 +49,8 @@ def report_review(request: HttpRequest, public_id: str) -> HttpResponse:
     user = _user(request)
     forms: dict[str, BaseForm] = {
         "request_form": ReviewRequestForm(exclude=user.pk),
-        "comment_form": ReviewCommentForm(),
-        "verdict_form": ReviewVerdictForm(),
+        "comment_form": ReviewCommentForm(prefix="comment"),
+        "verdict_form": ReviewVerdictForm(prefix="verdict"),
     }
     if request.method == "POST" and report is not None:
         done = _review_post(request, incident, forms)
@@ -90,13 +90,13 @@ def _review_post(request: HttpRequest, incident: Incident, forms: dict[str, Base
             )
             done = "Asked for review; the report is in review."
         elif step == "_comment":
-            form = forms["comment_form"] = ReviewCommentForm(request.POST)
+            form = forms["comment_form"] = ReviewCommentForm(request.POST, prefix="comment")
             if not form.is_valid():
                 return None
             review.review_comment(incident=incident, actor=user, **form.cleaned_data)
             done = "Comment added."
         elif step in ("_approve", "_changes"):
-            form = forms["verdict_form"] = ReviewVerdictForm(request.POST)
+            form = forms["verdict_form"] = ReviewVerdictForm(request.POST, prefix="verdict")
             if not form.is_valid():
                 return None
             data = form.cleaned_data

@@ -203,7 +203,7 @@ def test_the_console_does_not_publish_an_unapproved_report(
     assert response.status_code == 302
     assert _status(incident) == "in_review"
 
-    client.post(url, {"_approve": "1", "comment": "Good."})
+    client.post(url, {"_approve": "1", "verdict-comment": "Good."})
     assert _status(incident) == "approved"
     assert client.post(url, {"_publish": "1"}).status_code == 302
     assert _status(incident) == "published"
