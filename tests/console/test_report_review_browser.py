@@ -28,7 +28,7 @@ def gcs(transactional_db: None) -> Incident:
     return Incident.objects.get(title=demo_incidents.GCS_TITLE)
 
 
-def _sign_in(browser: Any, live_server: Any, username: str, *, viewport: str) -> tuple[Any, Any]:
+def _sign_in(browser: Any, live_server: Any, username: str, *, viewport: str) -> tuple[Any, Any]:  # noqa: F811
     context = browser.new_context(viewport=WIDTHS[viewport])
     page = context.new_page()
     page.goto(f"{live_server.url}/admin/login/?next=/manage/")
