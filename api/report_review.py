@@ -39,7 +39,9 @@ NOT_APPROVED = OpenApiResponse(
 
 
 class ReviewEventSerializer(serializers.ModelSerializer):
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    actor: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     body_html = s.MarkdownHTMLField()
 
     class Meta:
