@@ -194,7 +194,9 @@ def report_template_edit(request: HttpRequest, pk: int | None = None) -> HttpRes
     form = ReportTemplateForm(instance=template)
     if request.method == "POST":
         # The form checks its own copy: the service compares against the stored template.
-        form = ReportTemplateForm(request.POST, instance=ReportTemplate.objects.filter(pk=pk).first() if pk else None)
+        form = ReportTemplateForm(
+            request.POST, instance=ReportTemplate.objects.filter(pk=pk).first() if pk else None
+        )
         if form.is_valid():
             try:
                 saved = postmortem_services.report_template_save(

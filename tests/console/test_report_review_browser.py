@@ -78,7 +78,9 @@ def test_the_cloud_storage_report_is_reviewed_approved_and_published(
     page.wait_for_selector("text=Approved the report")
     assert _status(gcs) == "approved"
     page.click("button[name=_publish]")
-    page.wait_for_url(f"{live_server.url}/manage/incidents/{gcs.public_id}/")
+    page.wait_for_selector("text=Published the incident report")
+    # The incident's page (the browser keeps the review page's #log fragment).
+    assert page.url.split("#")[0] == f"{live_server.url}/manage/incidents/{gcs.public_id}/"
     context.close()
 
     report = IncidentReport.objects.select_related("author", "approved_by").get(incident=gcs)
