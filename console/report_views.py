@@ -93,11 +93,12 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
             template = _chosen_template(request)
             if template is not None:
                 initial["report_template"] = template.pk
-                initial.update({name: getattr(template, name) for name in ReportTemplate.SECTIONS})
-            drafted_impact = report_impact_draft(incident=incident)
-            drafted = bool(drafted_impact)
-            if drafted:
-                initial["impact_description"] = drafted_impact
+                # The impact section is drafted from the recorded windows, not the template.
+                initial.update(
+                    {name: getattr(template, name) for name in ("summary", "root_cause", "remediation")}
+                )
+            initial["impact_description"] = report_impact_draft(incident=incident)
+            drafted = bool(initial["impact_description"])
         form = ReportForm(initial=initial)
         formset = ActionItemFormSet(initial=[_item_initial(i) for i in items], prefix="items")
     report = IncidentReport.objects.filter(incident=incident).first()

@@ -154,16 +154,16 @@ def report_publish(
     report = _locked_report(incident, missing="Write the incident report before publishing it.")
     if report.is_published:
         raise ValidationError("The incident report is already published.")
+    if not incident.is_closed:
+        raise ValidationError("Resolve the incident before publishing its report.")
+    if not report.summary.strip():
+        raise ValidationError({"summary": "A published report needs a summary."})
     if not report.is_approved:
         raise NotApproved(
             f"The report is {report.get_status_display().lower()}: an approver must approve it "
             "before it is published."
         )
     check_not_author(report, actor)
-    if not incident.is_closed:
-        raise ValidationError("Resolve the incident before publishing its report.")
-    if not report.summary.strip():
-        raise ValidationError({"summary": "A published report needs a summary."})
     require_aware(published_at, field="published_at", past=True)
     report.status = IncidentReport.Status.PUBLISHED
     report.published_at = published_at or timezone.now()
