@@ -106,3 +106,8 @@ class ReportTemplateForm(forms.ModelForm):
         widgets = {
             name: _markdown_area(3) for name in (*ReportTemplate.SECTIONS, *ReportTemplate.REFLECTIONS)
         }
+
+    def _get_validation_exclusions(self) -> set[str]:
+        # Making this the default unmarks the other, which is the service's to do: the
+        # one-default constraint (on is_default) is not a form error.
+        return {*super()._get_validation_exclusions(), "is_default"}  # type: ignore[misc]
