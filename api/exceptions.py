@@ -31,6 +31,7 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from api.parsers import PayloadTooLarge
+from core.errors import NotApproved
 from edge.problems import PROBLEM_CONTENT_TYPE, problem_body, problem_response, request_id_of
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,17 @@ def _code_of(exc: exceptions.APIException) -> str:
     return str(exc.default_code)
 
 
+class NotApprovedConflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The report is not approved yet."
+    default_code = "not_approved"
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, DjangoValidationError):
+    if isinstance(exc, NotApproved):
+        # Publishing before approval is a conflict with the report's state, not bad input.
+        exc = NotApprovedConflict(" ".join(exc.messages))
+    elif isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=as_serializer_error(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound()

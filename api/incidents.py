@@ -37,6 +37,7 @@ from api.filters import (
 from api.incident_parts import IncidentPartsMixin, ReportSectionsSerializer
 from api.permissions import ReadPublicWriteStaff, is_staff
 from api.products import LocationViewSet, OverallStatusView, ProductViewSet
+from api.report_review import ReportReviewMixin, publish_errors
 from incidents import selectors, services
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
 
@@ -277,7 +278,7 @@ class _IncidentViewSetBase(APIMixin, mixins.ListModelMixin, viewsets.GenericView
         return self._answer(incident)
 
 
-class _EditableIncidentViewSet(IncidentPartsMixin, _IncidentViewSetBase):
+class _EditableIncidentViewSet(ReportReviewMixin, IncidentPartsMixin, _IncidentViewSetBase):
     """Edits, timeline reads and windows, shared by incidents and maintenance."""
 
     @extend_schema(
@@ -478,10 +479,11 @@ class IncidentViewSet(_EditableIncidentViewSet):
 
     @extend_schema(
         summary="Publish the incident report",
-        description="The incident must be resolved and the report must have a summary (staff).",
+        description="The report must be approved (409 `not_approved` otherwise) and the incident "
+        "resolved; a Report approver other than the author publishes it (staff).",
         parameters=[ID_PARAMETER],
         request=s.ReportPublishSerializer,
-        responses={200: s.IncidentSerializer, **errors(*DETAIL_WRITE_ERRORS)},
+        responses={200: s.IncidentSerializer, **publish_errors()},
     )
     @action(detail=True, methods=["post"], url_path="report/publish")
     def publish_report(self, request: Request, public_id: str) -> Response:

@@ -16,6 +16,8 @@ from incidents.models import ActionItem, IncidentReport
 
 
 class ReportForm(forms.Form):
+    # The template a new report was started from (postmortems.ReportTemplate), if any.
+    report_template = forms.IntegerField(widget=forms.HiddenInput, required=False)
     kind = forms.ChoiceField(
         label="Kind of report",
         choices=IncidentReport.Kind.choices,

@@ -26,6 +26,9 @@ from core import roles
 from core.admin import add_validation_errors
 from incidents import services
 from incidents.models import ActionItem, Incident, IncidentReport
+from postmortems import selectors as postmortem_selectors
+from postmortems.models import ReportTemplate
+from postmortems.services import report_started
 
 
 def _item_initial(item: ActionItem) -> dict[str, Any]:
@@ -86,7 +89,14 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
                 "impact_description": existing.impact_description,
             }
         else:
-            # A new report starts from the recorded impact windows, not from a blank page.
+            # A new report starts from its template and the recorded impact windows.
+            template = _chosen_template(request)
+            if template is not None:
+                initial["report_template"] = template.pk
+                # The impact section is drafted from the recorded windows, not the template.
+                initial.update(
+                    {name: getattr(template, name) for name in ("summary", "root_cause", "remediation")}
+                )
             initial["impact_description"] = report_impact_draft(incident=incident)
             drafted = bool(initial["impact_description"])
         form = ReportForm(initial=initial)
@@ -107,8 +117,16 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
             "impact_drafted": drafted,
             "error_heading": error_heading,
             "error_links": error_summary(form, formset) if error_heading else [],
+            "report_templates": list(postmortem_selectors.report_templates()) if existing is None else [],
         },
     )
+
+
+def _chosen_template(request: HttpRequest) -> ReportTemplate | None:
+    """The template a new report starts from: the one chosen (?report_template=), or the default."""
+    pk = request.GET.get("report_template", "")
+    chosen = ReportTemplate.objects.filter(pk=int(pk)).first() if pk.isdigit() else None
+    return chosen or postmortem_selectors.report_template_default()
 
 
 def _report_post(
@@ -163,9 +181,12 @@ def _save_report(incident: Incident, form: ReportForm, formset: Any, user: User)
         fields = {name: cleaned[name] for name in names if name in ActionItem.ROW_FIELDS}
         rows.append(services.ActionItemChange(item_id=item_id, fields=fields))
         item_forms.append(item_form)
+    fields = dict(form.cleaned_data)
+    template = ReportTemplate.objects.filter(pk=fields.pop("report_template") or 0).first()
+    started = not IncidentReport.objects.filter(incident=incident).exists()
     try:
         services.report_save_with_action_items(
-            incident=incident, items=rows, actor=user, keep=readable, **form.cleaned_data
+            incident=incident, items=rows, actor=user, keep=readable, **fields
         )
     except services.ReportRejected as rejected:
         if rejected.report is not None:
@@ -173,4 +194,7 @@ def _save_report(incident: Incident, form: ReportForm, formset: Any, user: User)
         for index, error in rejected.items.items():
             add_validation_errors(item_forms[index], error)
         return False
+    if readable and started and template is not None:
+        # The report began from this template: its internal reflections start from it too.
+        report_started(incident=incident, template=template, actor=user)
     return readable

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import credit_views, edit_views, report_views, timeline_views, update_views, views
+from console import credit_views, edit_views, report_views, review_views, timeline_views, update_views, views
 
 app_name = "console"
 
@@ -18,6 +18,11 @@ urlpatterns = [
     path("incidents/<str:public_id>/edit/", edit_views.incident_edit, name="incident_edit"),
     path("incidents/<str:public_id>/report/", report_views.report, name="report"),
     path("incidents/<str:public_id>/report/timeline/", timeline_views.timeline, name="timeline"),
+    path("incidents/<str:public_id>/report/review/", review_views.report_review, name="report_review"),
+    path("incidents/<str:public_id>/report/factors/", review_views.report_factors, name="report_factors"),
+    path("report-templates/", review_views.report_templates, name="report_templates"),
+    path("report-templates/new/", review_views.report_template_edit, name="report_template_new"),
+    path("report-templates/<int:pk>/", review_views.report_template_edit, name="report_template_edit"),
     path("templates/", views.templates, name="templates"),
     path("templates/new/", views.template_edit, name="template_new"),
     path("templates/<int:pk>/", views.template_edit, name="template_edit"),

@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from demo import postmortem_review as review_demo
 from demo import roles as demo_roles
 from incidents import services
 from incidents.models import (
@@ -135,10 +136,17 @@ class _Context:
     locations: dict[str, Location]
     summary: DemoSummary
     out: Writer | None
+    reviewed: bool = True  # False: reports are written and left as drafts (for tests)
 
     def say(self, msg: str) -> None:
         if self.out is not None:
             self.out.write(msg + "\n")
+
+    def publish(
+        self, incident: Incident, *, published_at: datetime, comment: tuple[str, str] | None = None
+    ) -> None:
+        if self.reviewed:
+            review_demo.publish_reviewed(incident, published_at=published_at, comment=comment)
 
 
 def _ensure_staff(out: Writer | None, summary: DemoSummary) -> Any:
@@ -305,6 +313,7 @@ def _gmail_2009(ctx: _Context) -> Incident:
     )
     services.report_save(
         incident=incident,
+        actor=review_demo.author(),
         kind=IncidentReport.Kind.FULL,
         summary=(
             "On Tuesday, 1 September 2009, from 12:45 to 14:15 US/Pacific (90 minutes), "
@@ -344,7 +353,7 @@ def _gmail_2009(ctx: _Context) -> Incident:
             "visible once the web interface returned. No data was lost."
         ),
     )
-    services.report_publish(incident=incident, published_at=pacific(2009, 9, 2, 10, 0), actor=ctx.staff)
+    ctx.publish(incident, published_at=pacific(2009, 9, 2, 10, 0))
     _actions(
         ctx,
         incident,
@@ -459,6 +468,7 @@ def _gmail_2026(ctx: _Context) -> Incident:
     )
     services.report_save(
         incident=incident,
+        actor=review_demo.author(),
         kind=IncidentReport.Kind.FULL,
         summary=(
             "On Saturday, 24 January 2026, from 05:02 to 09:55 US/Pacific (4 hours 53 minutes), "
@@ -498,9 +508,7 @@ def _gmail_2026(ctx: _Context) -> Incident:
             "message was lost or delivered to the wrong recipient."
         ),
     )
-    services.report_publish(
-        incident=incident, published_at=datetime(2026, 2, 9, 5, 3, 28, tzinfo=UTC), actor=ctx.staff
-    )
+    ctx.publish(incident, published_at=datetime(2026, 2, 9, 5, 3, 28, tzinfo=UTC))
     _actions(
         ctx,
         incident,
@@ -663,6 +671,7 @@ def _cloud_storage_2026(ctx: _Context) -> Incident:
     )
     services.report_save(
         incident=incident,
+        actor=review_demo.author(),
         kind=IncidentReport.Kind.FULL,
         summary=(
             "On Thursday, 8 October 2026, Cloud Storage uploads and writes in us-central1 saw "
@@ -706,7 +715,7 @@ def _cloud_storage_2026(ctx: _Context) -> Incident:
             "not affected."
         ),
     )
-    services.report_publish(incident=incident, published_at=pacific(2026, 10, 16, 10, 0), actor=ctx.staff)
+    ctx.publish(incident, published_at=pacific(2026, 10, 16, 10, 0), comment=review_demo.GCS_COMMENT)
     _actions(
         ctx,
         incident,
@@ -903,12 +912,13 @@ def _recent(ctx: _Context, *, spec: _Recent, today: date) -> Incident:
         summary, root_cause, remediation = spec.report
         services.report_save(
             incident=incident,
+            actor=review_demo.author(),
             kind=IncidentReport.Kind.MINI,
             summary=summary,
             root_cause=root_cause,
             remediation=remediation,
         )
-        services.report_publish(incident=incident, published_at=end + timedelta(days=1), actor=ctx.staff)
+        ctx.publish(incident, published_at=end + timedelta(days=1))
     return incident
 
 
@@ -948,11 +958,12 @@ def _maintenance(ctx: _Context, *, today: date) -> Incident:
 # --- Entry point ------------------------------------------------------------------------
 
 
-def load(*, stdout: Writer | None = None, now: datetime | None = None) -> DemoSummary:
+def load(*, stdout: Writer | None = None, now: datetime | None = None, reviewed: bool = True) -> DemoSummary:
     """Create the demo data that is missing; never change what exists.
 
     `now` places the recent incidents and the upcoming maintenance (defaults to the
-    current time). They are keyed on their fixed titles, so a later run on another day
+    current time). With `reviewed=False` the reports stay drafts, for tests that take
+    one through review themselves. They are keyed on their fixed titles, so a later run on another day
     finds them and creates nothing new.
     """
     now = now or timezone.now()
@@ -975,7 +986,9 @@ def load(*, stdout: Writer | None = None, now: datetime | None = None) -> DemoSu
         f"  {summary.product_groups_created} groups, {summary.products_created} products, "
         f"{summary.locations_created} locations created"
     )
-    ctx = _Context(staff=staff, products=products, locations=locations, summary=summary, out=stdout)
+    ctx = _Context(
+        staff=staff, products=products, locations=locations, summary=summary, out=stdout, reviewed=reviewed
+    )
 
     say("Incidents from the published reports")
     _build_incident(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from incidents.models import Incident, IncidentReport, IncidentUpdate
@@ -20,7 +20,18 @@ if TYPE_CHECKING:
 # draft published, an incident deleted). "recorded" carries the products whose windows
 # may have changed, for any change to what staff figures read (times, visibility,
 # windows, deletion), drafts included, which "impact_changed" leaves out.
-KINDS = ("opened", "updated", "resolved", "report_published", "impact_changed", "recorded")
+# "report_status_changed" (the report's new status is on it) and "report_revised" (a
+# published report's text changed) carry the report and the `actor`, for the review log.
+KINDS = (
+    "opened",
+    "updated",
+    "resolved",
+    "report_published",
+    "impact_changed",
+    "recorded",
+    "report_status_changed",
+    "report_revised",
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,7 @@ class IncidentEvent:
     update: IncidentUpdate | None = None
     report: IncidentReport | None = None
     products: frozenset[int] = frozenset()
+    actor: Any = None  # the person who acted, when one did (None: the system)
 
 
 Handler = Callable[[IncidentEvent], object]
@@ -48,9 +60,12 @@ def announce(
     update: IncidentUpdate | None = None,
     report: IncidentReport | None = None,
     products: frozenset[int] = frozenset(),
+    actor: Any = None,
 ) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown incident event kind {kind!r}")
-    event = IncidentEvent(kind=kind, incident=incident, update=update, report=report, products=products)
+    event = IncidentEvent(
+        kind=kind, incident=incident, update=update, report=report, products=products, actor=actor
+    )
     for handler in list(_handlers.values()):
         handler(event)

@@ -14,7 +14,20 @@ import string
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
-from django.utils.translation import gettext_lazy as _
+
+# The enums live in incidents.choices; imported here, they stay importable from here.
+from incidents.choices import (
+    ActionPriority,
+    ActionStatus,
+    ActionType,
+    ImpactLevel,
+    IncidentImpact,
+    IncidentKind,
+    IncidentStatus,
+    LocationKind,
+    ReportKind,
+    ReportStatus,
+)
 
 
 def _choices_check(field: str, choices: type[models.TextChoices], name: str) -> models.CheckConstraint:
@@ -33,79 +46,6 @@ _PUBLIC_ID_ALPHABET = string.ascii_lowercase + string.digits
 def new_public_id() -> str:
     """A short, unguessable, URL-safe id (the Statuspage format uses 12 characters)."""
     return "".join(secrets.choice(_PUBLIC_ID_ALPHABET) for _ in range(12))
-
-
-class LocationKind(models.TextChoices):
-    GLOBAL = "global", _("Global")
-    REGION = "region", _("Region")
-    ZONE = "zone", _("Zone")
-
-
-class IncidentKind(models.TextChoices):
-    INCIDENT = "incident", _("Incident")
-    MAINTENANCE = "maintenance", _("Scheduled maintenance")
-
-
-class IncidentStatus(models.TextChoices):
-    # Incident statuses, with the Statuspage enum strings ...
-    INVESTIGATING = "investigating", _("Investigating")
-    IDENTIFIED = "identified", _("Identified")
-    MONITORING = "monitoring", _("Monitoring")
-    RESOLVED = "resolved", _("Resolved")
-    POSTMORTEM = "postmortem", _("Postmortem")
-    # ... and the scheduled-maintenance ones.
-    SCHEDULED = "scheduled", _("Scheduled")
-    IN_PROGRESS = "in_progress", _("In progress")
-    VERIFYING = "verifying", _("Verifying")
-    COMPLETED = "completed", _("Completed")
-
-
-class IncidentImpact(models.TextChoices):
-    NONE = "none", _("None")
-    MINOR = "minor", _("Minor")
-    MAJOR = "major", _("Major")
-    CRITICAL = "critical", _("Critical")
-
-
-class ImpactLevel(models.TextChoices):
-    DEGRADED_PERFORMANCE = "degraded_performance", _("Degraded performance")
-    PARTIAL_OUTAGE = "partial_outage", _("Partial outage")
-    MAJOR_OUTAGE = "major_outage", _("Major outage")
-    UNDER_MAINTENANCE = "under_maintenance", _("Under maintenance")
-
-
-class ReportKind(models.TextChoices):
-    MINI = "mini", _("Mini incident report")
-    FULL = "full", _("Incident report")
-
-
-class ReportStatus(models.TextChoices):
-    DRAFT = "draft", _("Draft")
-    IN_REVIEW = "in_review", _("In review")
-    PUBLISHED = "published", _("Published")
-
-
-class ActionType(models.TextChoices):
-    INVESTIGATE = "investigate", _("Investigate")
-    MITIGATE = "mitigate", _("Mitigate")
-    REPAIR = "repair", _("Repair")
-    DETECT = "detect", _("Detect")
-    PREVENT = "prevent", _("Prevent")
-    PROCESS = "process", _("Process")
-
-
-class ActionPriority(models.TextChoices):
-    P0 = "P0", "P0"
-    P1 = "P1", "P1"
-    P2 = "P2", "P2"
-    P3 = "P3", "P3"
-
-
-class ActionStatus(models.TextChoices):
-    OPEN = "open", _("Open")
-    IN_PROGRESS = "in_progress", _("In progress")
-    DONE = "done", _("Done")
-    WONT_DO = "wont_do", _("Won't do")
 
 
 INCIDENT_STATUSES = (
@@ -473,6 +413,16 @@ class IncidentReport(models.Model):
     impact_description = models.TextField(blank=True, help_text="Detailed description of impact (Markdown).")
     impact_description_html = _rendered("impact_description")
     published_at = models.DateTimeField(null=True, blank=True)
+    # Review (docs/adr/0021-report-review.md): who wrote it, who approved this text, and
+    # when a published report's text was last revised.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    revised_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -493,6 +443,10 @@ class IncidentReport(models.Model):
     @property
     def is_published(self) -> bool:
         return self.status == self.Status.PUBLISHED
+
+    @property
+    def is_approved(self) -> bool:
+        return self.status == self.Status.APPROVED
 
 
 class ActionItem(models.Model):

@@ -6,3 +6,11 @@ from django.apps import AppConfig
 class PostmortemsConfig(AppConfig):
     name = "postmortems"
     verbose_name = "Postmortems: timelines, review, contributing factors, follow-through"
+
+    def ready(self) -> None:
+        from incidents import events
+        from postmortems import review
+
+        # The review log hears of the transitions the incident room makes (approve,
+        # send back, publish, revise), so every one is kept whichever door it came by.
+        events.incident_event_subscribe("postmortems.review", review.on_incident_event)

@@ -5,6 +5,8 @@ publication) with the staff entries; the key durations; the incident links.
 
 Public readers pass `public=True` and get public rows only: never an alert, an internal
 entry or a staff-only product. Design: docs/adr/0020-timeline.md.
+Also the review reads (a report's log and reviewers, revisions, factors, reflections,
+report templates: docs/adr/0021-report-review.md).
 """
 
 from __future__ import annotations
@@ -25,7 +27,18 @@ from incidents.level_changes import update_level_changes
 from incidents.models import ImpactLevel, ImpactWindow, Incident, IncidentReport, IncidentUpdate
 from incidents.selectors import OPERATIONAL, incidents_public, window_interval
 from postmortems import durations
-from postmortems.models import IncidentLink, LinkKind, Phase, TimelineEntry
+from postmortems.models import (
+    ContributingFactor,
+    IncidentLink,
+    LinkKind,
+    Phase,
+    Reflection,
+    ReportRevision,
+    ReportTemplate,
+    ReviewEvent,
+    ReviewRequest,
+    TimelineEntry,
+)
 
 # The phase an update's status belongs to.
 _STATUS_PHASE: dict[str, str] = {
@@ -330,3 +343,37 @@ def recurrences_per_product(
     pairs = set(windows.values_list("incident_id", "product__name"))
     counts = Counter(name for _incident, name in pairs)
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def review_log(*, report_id: int) -> QuerySet[ReviewEvent]:
+    return (
+        ReviewEvent.objects.filter(report_id=report_id).select_related("actor").order_by("created_at", "pk")
+    )
+
+
+def review_requests(*, report_id: int) -> QuerySet[ReviewRequest]:
+    return ReviewRequest.objects.filter(report_id=report_id).select_related("reviewer", "requested_by")
+
+
+def report_revisions(*, report_id: int) -> QuerySet[ReportRevision]:
+    """Newest first: the first is the text the public page shows."""
+    return (
+        ReportRevision.objects.filter(report_id=report_id).select_related("published_by").order_by("-number")
+    )
+
+
+def report_factors(*, report_id: int, public_only: bool = False) -> QuerySet[ContributingFactor]:
+    factors = ContributingFactor.objects.filter(report_id=report_id)
+    return factors.filter(is_public=True) if public_only else factors
+
+
+def report_reflections(*, report_id: int) -> dict[str, Reflection]:
+    return {r.section: r for r in Reflection.objects.filter(report_id=report_id)}
+
+
+def report_templates() -> QuerySet[ReportTemplate]:
+    return ReportTemplate.objects.order_by("-is_default", "name")
+
+
+def report_template_default() -> ReportTemplate | None:
+    return report_templates().first()

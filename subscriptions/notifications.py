@@ -77,7 +77,11 @@ HEADLINES: dict[Event, Any] = {
 
 # What subscribers hear about; "impact_changed" and "recorded" are for caches and figures,
 # not people.
-KINDS = tuple(k for k in events.KINDS if k not in ("impact_changed", "recorded"))
+KINDS = tuple(
+    k
+    for k in events.KINDS
+    if k not in ("impact_changed", "recorded", "report_status_changed", "report_revised")
+)
 
 
 def event_for(*, kind: str, incident: Incident, update: IncidentUpdate | None) -> Event:

@@ -60,3 +60,15 @@ def make_incident(
         services.incident_resolve(incident=incident, resolved_at=end, body="Resolved.")
         incident.refresh_from_db()
     return incident
+
+
+def approve_report(incident: Incident, *, actor: Any = None) -> None:
+    """Take a written report through review to approval, as the gate before publishing
+    asks (docs/adr/0021-report-review.md); `actor=None` is the system."""
+    from incidents.models import IncidentReport
+
+    report = IncidentReport.objects.get(incident=incident)
+    if report.status == IncidentReport.Status.DRAFT:
+        services.report_set_status(incident=incident, status=IncidentReport.Status.IN_REVIEW, actor=actor)
+    if report.status != IncidentReport.Status.APPROVED:
+        services.report_approve(incident=incident, actor=actor)

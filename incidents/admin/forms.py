@@ -99,7 +99,7 @@ class IncidentReportInlineForm(forms.ModelForm):
             (IncidentReport.Status.IN_REVIEW.value, IncidentReport.Status.IN_REVIEW.label),
         ],
         initial=IncidentReport.Status.DRAFT,
-        help_text="Publish the report from the incident's console page.",
+        help_text="Approve and publish the report from its review page in the console.",
     )
 
     class Meta:
@@ -113,8 +113,9 @@ class IncidentReportInlineForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if self.instance.pk is not None and self.instance.is_published:
-            # Shown read only by the admin; a published report stays published.
+        if self.instance.pk is not None and (self.instance.is_published or self.instance.is_approved):
+            # Shown read only by the admin: approving and publishing are the review's
+            # (docs/adr/0021-report-review.md); a published report stays published.
             del self.fields["status"]
 
 

@@ -130,7 +130,7 @@ class IncidentReportInline(StackedInlineBase):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         report = getattr(obj, "report", None) if obj is not None else None
-        if report is not None and report.is_published:
+        if report is not None and (report.is_published or report.is_approved):
             return ["status", "published_at"]
         return self.readonly_fields
 

@@ -7,7 +7,7 @@ to after the commit (docs/adr/0009-one-write-path.md).
 """
 
 from core.errors import InUse
-from incidents.services._common import WindowSpec
+from incidents.services._common import WindowSpec, markdown_field
 from incidents.services.action_items import (
     ActionItemChange,
     ActionItemRejected,
@@ -42,6 +42,7 @@ from incidents.services.incidents import (
 from incidents.services.publishing import incident_draft_delete, incident_publish
 from incidents.services.reports import (
     ReportRejected,
+    report_approve,
     report_publish,
     report_save,
     report_save_with_action_items,
@@ -96,6 +97,7 @@ __all__ = [
     "location_create",
     "location_delete",
     "location_edit",
+    "markdown_field",
     "product_archive",
     "product_create",
     "product_delete",
@@ -103,6 +105,7 @@ __all__ = [
     "product_group_create",
     "product_group_delete",
     "product_group_edit",
+    "report_approve",
     "report_publish",
     "report_save",
     "report_save_with_action_items",

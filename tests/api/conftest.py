@@ -11,7 +11,7 @@ from django.test import Client
 from incidents import services
 from incidents.models import Incident, Location, Product
 from tests.api.keys import key_for
-from tests.builders import make_group, make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_group, make_incident, make_location, make_product, utc
 
 
 @pytest.fixture
@@ -74,6 +74,7 @@ def world(db: None) -> World:
         summary="Request routers ran **out of headroom**.",
         root_cause="A routine upgrade shifted load onto routers that could not take it.",
     )
+    approve_report(outage)
     services.report_publish(incident=outage, published_at=utc(2009, 9, 3, 12, 0))
 
     ongoing = make_incident(

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client, TestCase
 
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
 from tests.api.conftest import World
-from tests.builders import utc
+from tests.api.keys import key_for
+from tests.builders import approve_report, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -233,12 +235,19 @@ def test_it_reports_the_overall_status(anon: Client, world: World) -> None:
 
 Write = tuple[str, str, Callable[[World], str], Callable[[World], dict[str, Any]], int]
 
+
+def _approved(incident: Incident) -> dict[str, Any]:
+    """Approve the draft report (publishing needs it, ADR 0021); the body is empty."""
+    approve_report(incident)
+    return {}
+
+
 WRITES: list[Write] = [
     ("open-incident", "post", lambda w: "/api/v1/incidents/", lambda w: {"title": "New outage", "impact": "major"}, 201),
     ("post-update", "post", lambda w: f"/api/v1/incidents/{w.ongoing.public_id}/updates/", lambda w: {"status": "identified", "body": "Found it."}, 201),
     ("resolve", "post", lambda w: f"/api/v1/incidents/{w.ongoing.public_id}/resolve/", lambda w: {"body": "Fixed."}, 200),
     ("save-report", "put", lambda w: f"/api/v1/incidents/{w.drafted.public_id}/report/", lambda w: {"summary": "Ready now."}, 200),
-    ("publish-report", "post", lambda w: f"/api/v1/incidents/{w.drafted.public_id}/report/publish/", lambda w: {}, 200),
+    ("publish-report", "post", lambda w: f"/api/v1/incidents/{w.drafted.public_id}/report/publish/", lambda w: _approved(w.drafted), 200),
     ("schedule-maintenance", "post", lambda w: "/api/v1/maintenance/", lambda w: {"title": "DB upgrade", "scheduled_for": "2030-01-01T00:00:00Z", "scheduled_until": "2030-01-01T01:00:00Z"}, 201),
     ("end-maintenance", "post", lambda w: f"/api/v1/maintenance/{w.maintenance.public_id}/complete/", lambda w: {"resolved_at": "2030-06-01T03:00:00Z"}, 200),
     ("create-action-item", "post", lambda w: "/api/v1/action-items/", lambda w: {"incident": w.outage.public_id, "title": "Add router headroom alerts", "type": "detect", "priority": "P1"}, 201),
@@ -364,7 +373,12 @@ def test_it_posts_updates_resolves_and_publishes_through_the_services(
     saved = post(staff_api, f"{base}/report/", {"summary": "Disk pool exhausted.", "kind": "mini"}, "put")
     assert saved.json()["report"]["status"] == "draft"
     assert anon.get(f"{base}/").json()["report"] is None
-    published = post(staff_api, f"{base}/report/publish/", {})
+    assert_error(post(staff_api, f"{base}/report/publish/", {}), 409, "not_approved")
+    approve_report(world.ongoing)
+    # The author (the key's owner) does not publish it: another approver does.
+    carol = User.objects.create_user("carol", "carol@example.org", "x", is_staff=True, is_superuser=True)
+    approver_api = Client(HTTP_AUTHORIZATION=f"Token {key_for(carol)}")
+    published = post(approver_api, f"{base}/report/publish/", {})
     assert published.json()["status"] == "postmortem"
     assert anon.get(f"{base}/").json()["report"]["summary"] == "Disk pool exhausted."
 

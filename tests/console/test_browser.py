@@ -28,6 +28,7 @@ from credits.models import CreditNotice
 from credits.services import credits_compute
 from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, Product
+from tests.builders import approve_report
 from tests.credits.builders import customer, workspace_policy
 from tests.public.browsing import CHROMIUM_ARGS, PageProblems
 from tests.waiting import poll
@@ -113,6 +114,17 @@ def browser(chromium_path: str) -> Iterator[Any]:
 @pytest.fixture
 def staff(transactional_db: None) -> User:
     return User.objects.create_user("alice", "alice@example.org", PASSWORD, is_staff=True, is_superuser=True)
+
+
+def _approver() -> User:
+    """A second administrator, to publish what alice wrote (the author may not)."""
+    user, created = User.objects.get_or_create(
+        username="ophelia", defaults={"email": "ophelia@example.org", "is_staff": True, "is_superuser": True}
+    )
+    if created:
+        user.set_password(PASSWORD)
+        user.save()
+    return user
 
 
 def _login(browser: Any, live_server: Any, *, viewport: str, js: bool = True) -> tuple[Any, Any]:
@@ -322,7 +334,20 @@ def test_it_runs_an_incident_from_declaration_to_published_report(
         assert "Canary configuration pushes" in preview.inner_text()
         assert preview.locator("strong", has_text="errors").count() == 1
         check_console_page(page, name=f"report-{suffix}", viewport=viewport)
-        _submit(page, "button[name=_publish]", f"**/manage/incidents/{incident.public_id}/*")
+        # Review (ADR 0021): approved, then published by an approver who is not the author.
+        approve_report(incident)
+        approver_context = browser.new_context(viewport=WIDTHS[viewport])
+        try:
+            approver_page = approver_context.new_page()
+            approver_page.goto(f"{live_server.url}/admin/login/?next=/manage/")
+            approver_page.fill("#id_username", _approver().username)
+            approver_page.fill("#id_password", PASSWORD)
+            approver_page.click("input[type=submit]")
+            approver_page.wait_for_url(f"{live_server.url}/manage/")
+            approver_page.goto(f"{live_server.url}/manage/incidents/{incident.public_id}/report/")
+            _submit(approver_page, "button[name=_publish]", f"**/manage/incidents/{incident.public_id}/*")
+        finally:
+            approver_context.close()
         incident.refresh_from_db()
         assert incident.status == "postmortem"
         item = ActionItem.objects.get(incident=incident)

@@ -18,6 +18,7 @@ from credits.models import CreditNotice, NoticeState
 from incidents.models import Incident, IncidentReport
 from incidents.services.reports import report_publish, report_save
 from outbox.models import OutboundMessage
+from tests.builders import approve_report
 from tests.console import test_browser as console_browser
 from tests.console.test_browser import _login, browser, staff  # noqa: F401 - fixtures
 
@@ -40,6 +41,7 @@ def demo_credits(staff: Any) -> list[CreditNotice]:  # noqa: F811
                 remediation="Such changes now go out one zone at a time and roll back on errors.",
             )
             if incident.is_closed:
+                approve_report(incident)
                 report_publish(incident=incident)
     for period in ("2009-09", "2026-10"):
         services.credits_compute(period=period)

@@ -12,7 +12,7 @@ from django.test import Client
 from core.roles import ROLES
 from incidents import services
 from incidents.models import Incident
-from tests.builders import make_incident, make_product, utc
+from tests.builders import approve_report, make_incident, make_product, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -78,6 +78,7 @@ def test_an_approver_publishes_the_report_as_it_stands(client: Client) -> None:
         title="Over", product=make_product("Gmail"), start=utc(2026, 1, 1, 10), end=utc(2026, 1, 1, 11)
     )
     services.report_save(incident=incident, summary="Routers ran out of headroom.")
+    approve_report(incident)  # reviewed first (ADR 0021)
     member(client, "Report approver")
     url = f"/manage/incidents/{incident.public_id}/report/"
     html = client.get(url).content.decode()

@@ -17,7 +17,7 @@ from credits.services import credits_compute
 from incidents import services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, Location, Product
 from incidents.selectors import status_summary
-from tests.builders import make_group, make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_group, make_incident, make_location, make_product, utc
 from tests.credits.builders import customer, workspace_policy
 
 pytestmark = pytest.mark.django_db
@@ -393,7 +393,12 @@ def test_it_writes_and_publishes_the_report_with_action_items(
         {"items-INITIAL_FORMS": "1", "items-0-item_id": item.pk, "items-0-priority": "P0", "_publish": "1"}
     )
     del data["_save"]
-    response = post(staff_client, url, data)
+    # Reviewed and approved, then published by an approver who is not the author (ADR 0021).
+    approve_report(incident)
+    carol = User.objects.create_user("carol", "carol@example.org", "x", is_staff=True, is_superuser=True)
+    approver = Client()
+    approver.force_login(carol)
+    response = post(approver, url, data)
     assert response.status_code == 302
     assert ActionItem.objects.get().priority == "P0" and ActionItem.objects.count() == 1
     incident.refresh_from_db()

@@ -18,7 +18,7 @@ from credits.models import CreditNotice
 from incidents.services.reports import report_publish, report_save
 from outbox import delivery
 from outbox.models import OutboundMessage
-from tests.builders import make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_incident, make_location, make_product, utc
 from tests.credits import builders
 from tests.outbox.test_shared_bodies import _boundaryless
 
@@ -57,6 +57,7 @@ def _case(remediation: str) -> dict[str, Any]:
         root_cause=LONG_SECOND,
         remediation=remediation,
     )
+    approve_report(incident)
     report_publish(incident=incident)
     policy = builders.storage_policy(name="Internal plan SKU-7731 (do not share)")
     for name, address in (("Acme", "billing@acme.example"), (LONG_NAME, "ap@contoso.example")):

@@ -19,7 +19,7 @@ from credits.models import AuditAction, CreditAuditEntry, CreditNotice, NoticeSt
 from incidents.models import ImpactWindow, Incident
 from incidents.services.reports import report_publish, report_save
 from outbox.models import OutboundMessage
-from tests.builders import make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_incident, make_location, make_product, utc
 from tests.credits import builders
 
 pytestmark = pytest.mark.django_db
@@ -205,6 +205,7 @@ def test_the_letter_gives_the_customers_own_minutes_and_the_published_report(
     )
     _, text, html = emails.preview_credit_notice(notice, today=date(2026, 12, 1))
     assert "configuration push" not in text  # a draft report is not quoted
+    approve_report(incident)
     report_publish(incident=incident)
     _, text, html = emails.preview_credit_notice(notice, today=date(2026, 12, 1))
     text = " ".join(text.split())

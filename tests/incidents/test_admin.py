@@ -19,7 +19,7 @@ from django.utils import timezone
 from incidents import services
 from incidents.intervals import format_duration
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate, Location
-from tests.builders import make_group, make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_group, make_incident, make_location, make_product, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -235,6 +235,7 @@ def test_it_runs_an_incident_end_to_end(staff_client: Any, alice: Any, catalogue
     assert incident.windows.count() == 2  # the untouched inline rows were not re-saved
 
     # 5. Published from the console.
+    approve_report(incident)
     services.report_publish(incident=incident)
     report.refresh_from_db()
     assert report.is_published

@@ -15,6 +15,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import connection, connections
 from django.test import Client, TestCase
@@ -26,7 +27,7 @@ from incidents import services
 from incidents.models import ActionItem, DeclareGuard, ImpactWindow, Incident, IncidentReport
 from incidents.services.guards import title_key
 from tests.api.keys import key_for
-from tests.builders import make_incident, make_product, utc
+from tests.builders import approve_report, make_incident, make_product, utc
 from tests.incidents.test_admin import form_data, split
 
 Level = ImpactWindow.Level
@@ -195,8 +196,16 @@ def test_console_admin_and_api_write_and_publish_reports_through_the_same_servic
         url = f"/api/v1/incidents/{second.public_id}/report/"
         assert _api(api, "put", url, {"kind": "mini", "summary": "Drive failed."}).status_code == 200
         assert report_save.call_count == 3
-        assert _post(staff_client, console, _report(_publish="1")).status_code == 302
-        assert _api(api, "post", url + "publish/", {}).status_code == 200
+        # Reviewed and approved, then published by an approver who is not the author.
+        approve_report(first)
+        approve_report(second)
+        carol = User.objects.create_user("carol", "carol@example.org", "x", is_staff=True, is_superuser=True)
+        approver = Client()
+        approver.force_login(carol)
+        approver_api = Client(HTTP_AUTHORIZATION=f"Token {key_for(carol)}")
+        published = _post(approver, console, _report(_publish="1", root_cause="A push."))
+        assert published.status_code == 302
+        assert _api(approver_api, "post", url + "publish/", {}).status_code == 200
     assert [c.kwargs["incident"].pk for c in report_publish.call_args_list] == [first.pk, second.pk]
     assert IncidentReport.objects.filter(status=IncidentReport.Status.PUBLISHED).count() == 2
 

@@ -10,7 +10,7 @@ from django.http import Http404
 
 from incidents import selectors, services
 from incidents.models import ImpactWindow, Incident
-from tests.builders import make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_incident, make_location, make_product, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -251,6 +251,7 @@ def test_it_lists_public_action_items_only_once_the_report_is_published() -> Non
     assert selectors.action_items_public(incident=incident, report=None) == []
     assert selectors.action_items_public(incident=incident, report=draft) == []
 
+    approve_report(incident)
     published = services.report_publish(incident=incident, published_at=T0 + 2 * H)
     titles = [item.title for item in selectors.action_items_public(incident=incident, report=published)]
     assert titles == ["Add a canary"]

@@ -12,7 +12,7 @@ from core.text import clean_single_line
 from edge import version as cache
 from incidents import selectors, services
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
-from tests.builders import make_incident, make_location, make_product, utc
+from tests.builders import approve_report, make_incident, make_location, make_product, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -384,6 +384,7 @@ def test_it_publishes_a_report_and_moves_to_postmortem() -> None:
     incident = make_incident(product=make_product("Gmail"), start=T0, end=T0 + timedelta(hours=1))
     write_report(incident)
     published = T0 + timedelta(days=2)
+    approve_report(incident)
 
     report = services.report_publish(incident=incident, published_at=published)
 
@@ -401,6 +402,7 @@ def test_it_publishes_a_report_and_moves_to_postmortem() -> None:
 def test_it_keeps_a_published_report_published_when_edited() -> None:
     incident = make_incident(product=make_product("Gmail"), start=T0, end=T0 + timedelta(hours=1))
     write_report(incident)
+    approve_report(incident)
     services.report_publish(incident=incident)
 
     report = write_report(incident, summary="Corrected summary.")
@@ -416,19 +418,21 @@ def test_it_refuses_to_publish_too_early() -> None:
     with pytest.raises(ValidationError):
         services.report_publish(incident=incident)  # no report yet
     write_report(incident)
-    with pytest.raises(ValidationError):
+    approve_report(incident)
+    with pytest.raises(ValidationError, match="Resolve the incident"):
         services.report_publish(incident=incident)  # still ongoing
 
     incident.refresh_from_db()
     assert incident.status == Status.INVESTIGATING
-    assert incident.report.status == IncidentReport.Status.DRAFT
+    assert incident.report.status == IncidentReport.Status.APPROVED
 
 
 def test_it_refuses_to_publish_an_empty_summary() -> None:
     incident = make_incident(product=make_product("Gmail"), start=T0, end=T0 + timedelta(hours=1))
     write_report(incident, summary="  ")
+    approve_report(incident)
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="summary"):
         services.report_publish(incident=incident)
 
     incident.refresh_from_db()
@@ -454,6 +458,7 @@ def test_it_keeps_a_maintenance_completed_when_its_report_is_published() -> None
     services.incident_resolve(incident=incident, resolved_at=start + timedelta(hours=1))
     write_report(incident)
 
+    approve_report(incident)
     services.report_publish(incident=incident)
 
     incident.refresh_from_db()

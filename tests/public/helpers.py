@@ -7,6 +7,7 @@ from typing import Any
 
 from incidents import services
 from incidents.models import ImpactWindow, Incident, Product
+from tests.builders import approve_report
 
 Level = ImpactWindow.Level
 
@@ -26,4 +27,5 @@ def add_window(
 
 def publish_report(incident: Incident, *, summary: str = "What happened.", **kw: Any) -> None:
     services.report_save(incident=incident, summary=summary, **kw)
+    approve_report(incident)
     services.report_publish(incident=incident, published_at=incident.resolved_at)

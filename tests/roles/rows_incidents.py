@@ -15,7 +15,7 @@ from django.test import Client
 from console.models import MessageTemplate
 from incidents import services
 from incidents.models import ImpactWindow, Incident
-from tests.builders import make_incident, make_product, utc
+from tests.builders import approve_report, make_incident, make_product, utc
 from tests.roles.matrix import Row
 
 OPEN = "Roles: open incident"
@@ -28,6 +28,7 @@ def _world() -> None:
     make_incident(title=OPEN, product=gmail, start=utc(2026, 1, 1, 10))
     closed = make_incident(title=CLOSED, product=gmail, start=utc(2026, 1, 1, 10), end=utc(2026, 1, 1, 11))
     services.report_save(incident=closed, summary="A summary.", root_cause="A cause.")
+    approve_report(closed)  # reviewed, so the publish rows test the role alone
     make_incident(title=DRAFT, start=utc(2026, 1, 1, 10), is_public=False)
     MessageTemplate.objects.create(name="Looking", kind="update", body="We are looking into it.")
 
@@ -107,7 +108,7 @@ def _report_form(**extra: str) -> dict[str, Any]:
     return {
         "kind": "full",
         "summary": "A summary.",
-        "root_cause": "",
+        "root_cause": "A cause.",
         "remediation": "",
         "impact_description": "",
         "items-TOTAL_FORMS": "0",

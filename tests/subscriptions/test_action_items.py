@@ -15,7 +15,7 @@ from incidents.models import ActionItem
 from outbox.models import OutboundMessage
 from subscriptions import tasks
 from subscriptions.action_items import action_item_reminders_send
-from tests.builders import make_incident, make_product, utc
+from tests.builders import approve_report, make_incident, make_product, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -124,6 +124,7 @@ def test_public_items_are_listed_on_the_published_report_only(
     assert "Publicly promised fix" not in client.get(path).content.decode()  # report still a draft
 
     with django_capture_on_commit_callbacks(execute=True):
+        approve_report(incident)
         services.report_publish(incident=incident)
     body = client.get(path).content.decode()
     assert "Publicly promised fix" in body

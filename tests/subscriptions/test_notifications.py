@@ -15,7 +15,7 @@ from incidents import services
 from incidents.models import ImpactWindow, Incident
 from outbox.models import OutboundMessage
 from subscriptions.models import Subscriber
-from tests.builders import utc
+from tests.builders import approve_report, utc
 from tests.outbox.smtp import SmtpSink
 from tests.subscriptions.builders import make_subscriber
 
@@ -52,6 +52,7 @@ def _life_cycle(product: Any, title: str, capture: Any) -> Incident:
         services.incident_resolve(incident=incident, resolved_at=utc(2026, 1, 24, 17, 55), body="Recovered.")
     with capture(execute=True):
         services.report_save(incident=incident, summary="Overload of the spam checking service.")
+        approve_report(incident)
         services.report_publish(incident=incident, published_at=utc(2026, 2, 9, 5, 3))
     return incident
 

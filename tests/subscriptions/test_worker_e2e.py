@@ -12,7 +12,7 @@ from incidents import services
 from incidents.models import ImpactWindow, Incident
 from outbox.models import OutboundMessage
 from subscriptions.models import Subscriber
-from tests.builders import utc
+from tests.builders import approve_report, utc
 from tests.outbox.smtp import SmtpSink
 from tests.outbox.worker import running_worker, worker_env
 from tests.subscriptions.builders import make_subscriber
@@ -62,6 +62,7 @@ def test_it_delivers_subscriber_events_through_the_worker(
     )
     services.incident_resolve(incident=incident, body="Recovered.")
     services.report_save(incident=incident, summary="An overloaded backend caused retries to cascade.")
+    approve_report(incident)
     services.report_publish(incident=incident)
     _open(cloud_storage, "Cloud Storage errors in us-central1")
     # One expansion task per event (4, none for the incident nobody follows); the
