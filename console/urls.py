@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console import credit_views, edit_views, report_views, update_views, views
+from console import credit_views, edit_views, report_exports, report_views, update_views, views
 
 app_name = "console"
 
@@ -17,6 +17,9 @@ urlpatterns = [
     path("incidents/<str:public_id>/publish/", views.publish_draft, name="publish"),
     path("incidents/<str:public_id>/edit/", edit_views.incident_edit, name="incident_edit"),
     path("incidents/<str:public_id>/report/", report_views.report, name="report"),
+    path("incidents/<str:public_id>/report/print/", report_exports.report_print, name="report-print"),
+    path("incidents/<str:public_id>/report.md", report_exports.report_markdown, name="report-markdown"),
+    path("incidents/<str:public_id>/report.pdf", report_exports.report_pdf_view, name="report-pdf"),
     path("templates/", views.templates, name="templates"),
     path("templates/new/", views.template_edit, name="template_new"),
     path("templates/<int:pk>/", views.template_edit, name="template_edit"),
