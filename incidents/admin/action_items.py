@@ -20,6 +20,9 @@ from incidents.models import ActionItem, Incident
 
 
 class ActionItemAdminForm(forms.ModelForm):
+    # Declared: the model's default form field would assume "http" (formfield_overrides
+    # applies to the admin's copy of the form, not to this class).
+    tracker_url = forms.URLField(label="Tracker URL", required=False, max_length=200, assume_scheme="https")
     # Not a field of the item: the service keeps it in the item's history (postmortems).
     reason = forms.CharField(
         label="Reason for won't do",
