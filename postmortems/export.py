@@ -10,6 +10,7 @@ page's own template, with every outside fetch refused. The views render the temp
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -101,6 +102,9 @@ def _refuse_fetch(url: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
 def report_pdf(html: str) -> bytes:
     """The printable page's HTML (rendered by the caller's view) as a PDF."""
     from weasyprint import HTML  # imported here: loading Pango costs a second at startup
+
+    # Font subsetting logs a dozen INFO lines per font and PDF: noise in every log.
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
 
     pdf = HTML(string=html, base_url="about:blank", url_fetcher=_refuse_fetch).write_pdf()
     assert pdf is not None  # None only when a target file is given
