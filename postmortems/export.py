@@ -13,9 +13,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
+from django.contrib.staticfiles import finders
 from django.http import Http404
+from django.templatetags.static import static
 from django.utils.text import slugify
 
 from incidents.models import ImpactWindow, Incident, IncidentReport, IncidentUpdate
@@ -93,19 +97,40 @@ def report_export_staff(*, incident: Incident, now: datetime) -> ReportExport:
     return _export(incident, report, public=False, now=now)
 
 
-def _refuse_fetch(url: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    # The styles are inline; stored Markdown may name outside images, and a render must
-    # not make the server fetch them (a request forger's way in, and a slow render).
-    raise ValueError(f"The report export fetches nothing: {url}")
+# The PDF's base address: relative links resolve under it, and nothing is ever fetched
+# from it (the one stylesheet is read from disk).
+PDF_BASE_URL = "https://report.invalid/"
+STYLESHEET = "css/report-print.css"
+
+
+def _stylesheet() -> bytes:
+    path = finders.find(STYLESHEET)
+    if not isinstance(path, str):
+        raise FileNotFoundError(STYLESHEET)
+    return Path(path).read_bytes()
 
 
 def report_pdf(html: str) -> bytes:
     """The printable page's HTML (rendered by the caller's view) as a PDF."""
-    from weasyprint import HTML  # imported here: loading Pango costs a second at startup
+    # Imported here: loading Pango costs a second, which no other page should pay.
+    from weasyprint import HTML
+    from weasyprint.urls import URLFetcher, URLFetcherResponse
+
+    stylesheet_url = urljoin(PDF_BASE_URL, static(STYLESHEET))
+
+    class StylesheetOnly(URLFetcher):  # type: ignore[misc]
+        """The report's own stylesheet, read from disk, and nothing else: stored Markdown
+        may name outside images, and a render must not make the server fetch them (a
+        request forger's way in, and a slow render)."""
+
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            if url != stylesheet_url:
+                raise ValueError(f"The report export fetches nothing but its stylesheet: {url}")
+            return URLFetcherResponse(url, body=_stylesheet(), headers={"Content-Type": "text/css"})
 
     # Font subsetting logs a dozen INFO lines per font and PDF: noise in every log.
     logging.getLogger("fontTools").setLevel(logging.WARNING)
 
-    pdf = HTML(string=html, base_url="about:blank", url_fetcher=_refuse_fetch).write_pdf()
+    pdf = HTML(string=html, base_url=PDF_BASE_URL, url_fetcher=StylesheetOnly()).write_pdf()
     assert pdf is not None  # None only when a target file is given
     return bytes(pdf)
