@@ -60,7 +60,7 @@ def _retell(item: ActionItem, *, opened: datetime, now: datetime, staff: Any) ->
     rows.filter(field=ActionItemChange.Field.STATUS).update(new_value=Status.OPEN)
     due = _at(item.due_date) if item.due_date else opened + timedelta(days=30)
     started = min(opened + timedelta(days=3), now)
-    steps = [(Status.OPEN, Status.IN_PROGRESS, started)]
+    steps: list[tuple[str, str, datetime]] = [(Status.OPEN, Status.IN_PROGRESS, started)]
     if item.status != Status.IN_PROGRESS:
         # Done a few days before it was due (within its span), never in the future.
         closed = min(max(due - timedelta(days=4), started + timedelta(days=1)), now)
@@ -138,7 +138,7 @@ def load(*, stdout: Writer | None = None, now: datetime | None = None) -> Follow
     now = now or timezone.now()
     summary = FollowSummary()
     staff = get_user_model().objects.filter(username="staff").first()
-    keys = [
+    keys: list[dict[str, Any]] = [
         {"title": GMAIL_2009_TITLE},
         {"title": GMAIL_2026_TITLE},
         {"title": GCS_TITLE, "started_at": GCS_START},
