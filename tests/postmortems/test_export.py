@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.templatetags.static import static
 from django.test import Client
 from freezegun import freeze_time
 
 from incidents import services
 from incidents.models import ActionItem, Incident
+from postmortems.export import STYLESHEET, report_pdf
 from tests.builders import make_incident, make_product, utc
 from tests.conftest import service_missing
 from tests.public.helpers import publish_report
@@ -141,3 +143,36 @@ def test_the_staff_copy_has_internal_items_and_owners(
     )
     assert printable.status_code == 200 and "Staff copy" in printable.content.decode()
     assert not ActionItem.objects.filter(title=INTERNAL, is_public=True).exists()
+
+
+def test_the_pdf_renders_to_page_images(client: Client, demo: Incident, tmp_path: Path) -> None:
+    # The acceptance's look at the PDF starts here: pdftoppm reads every page of it.
+    if shutil.which("pdftoppm") is None:
+        service_missing("pdftoppm (poppler-utils) is not installed")
+    with freeze_time(TODAY):
+        pdf = client.get(f"/incidents/{demo.public_id}/report.pdf").content
+    (tmp_path / "report.pdf").write_bytes(pdf)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "40", str(tmp_path / "report.pdf"), str(tmp_path / "page")], check=True
+    )
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) >= 2 and all(p.read_bytes().startswith(b"\x89PNG") for p in pages)
+
+
+def test_the_pdf_fetches_nothing_but_its_stylesheet(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Stored Markdown cannot hold an image (incidents.markdown allows no <img>); the
+    # fetcher is the second line should a template ever show one.
+    html = (
+        f'<html><head><link rel="stylesheet" href="{static(STYLESHEET)}"></head><body><h1>Report</h1>'
+        '<img src="http://169.254.169.254/latest/meta-data/graph.png"><img src="file:///etc/passwd"></body></html>'
+    )
+    with caplog.at_level("ERROR", logger="weasyprint"):
+        pdf = report_pdf(html)
+    assert pdf.startswith(b"%PDF-")
+    refused = [
+        r.getMessage() for r in caplog.records if "fetches nothing but its stylesheet" in r.getMessage()
+    ]
+    assert any("169.254.169.254" in message for message in refused)
+    assert any("/etc/passwd" in message for message in refused)
+    assert not any("report-print.css" in message for message in refused)  # the stylesheet is read
+    assert "1 / 1" in " ".join(_pdftotext(pdf, tmp_path).split())  # its page counter, from the stylesheet
