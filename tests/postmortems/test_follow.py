@@ -196,3 +196,19 @@ def test_the_product_page_lists_its_open_public_commitments(
 def test_the_product_page_has_no_commitments_section_without_any(client: Client, incident: Incident) -> None:
     html = client.get("/products/gmail/").content.decode()
     assert 'id="commitments-title"' not in html
+
+
+def test_the_admin_asks_for_a_reason_to_drop_an_item(client: Client, incident: Incident, alice: User) -> None:
+    item = _item(incident, "Shard the router", actor=alice)
+    client.force_login(alice)
+    url = f"/admin/incidents/actionitem/{item.pk}/change/"
+    data = {"title": item.title, "description": "", "type": "prevent", "priority": "P2", "status": "wont_do"}
+    data |= {"owner": "", "due_date": "", "tracker_url": "", "reason": ""}
+    refused = client.post(url, data)
+    assert refused.status_code == 200 and "Say why" in refused.content.decode()
+    item.refresh_from_db()
+    assert item.status == "open"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        saved = client.post(url, {**data, "reason": REASON})
+    assert saved.status_code == 302
+    assert _history(item)[-1] == ("status", "open", "wont_do", REASON)
