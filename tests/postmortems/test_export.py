@@ -93,9 +93,11 @@ def test_the_printable_page_is_the_same_template_with_links_and_a_print_styleshe
     with freeze_time(TODAY):
         html = client.get(f"/incidents/{demo.public_id}/report/print/").content.decode()
         page = client.get(f"/incidents/{demo.public_id}/").content.decode()
-    assert "@media print" in html and f'href="/incidents/{demo.public_id}/report.pdf"' in html
+    assert 'href="/static/css/report-print.css"' in html
+    assert f'href="/incidents/{demo.public_id}/report.pdf"' in html
     assert "Follow-up actions" in html and INTERNAL not in html
     assert f'href="/incidents/{demo.public_id}/report/print/"' in page
+    assert "@media print" in Path("static/css/report-print.css").read_text()
     css = Path("static/css/status.css").read_text()
     assert "@media print" in css.split("Printing a public page")[1]
 
