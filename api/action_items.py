@@ -49,6 +49,11 @@ class ActionItemEditSerializer(s.StrictSerializer):
     # The create input's field as it is (optional, no default, the same URI schemes).
     tracker_url = copy.deepcopy(s.ActionItemCreateSerializer._declared_fields["tracker_url"])
     is_public = serializers.BooleanField(required=False, help_text="Listed on the published report.")
+    reason = s.text(
+        required=False,
+        allow_blank=True,
+        help_text="Why the item will not be done: required when `status` becomes `wont_do`.",
+    )
 
 
 ITEM_ID = OpenApiParameter("id", int, OpenApiParameter.PATH, description="The action item's id.")
@@ -59,6 +64,7 @@ class ActionItemCloseSerializer(s.StrictSerializer):
     status = serializers.ChoiceField(
         choices=CLOSED, default=ActionItem.Status.DONE, help_text="`done` (default) or `wont_do`."
     )
+    reason = s.text(required=False, allow_blank=True, help_text="Why: required with `wont_do`.")
 
 
 @extend_schema_view(
@@ -116,7 +122,10 @@ class ActionItemViewSet(CrudViewSet):
         serializer = ActionItemEditSerializer(data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         changes = dict(serializer.validated_data)
-        item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
+        reason = changes.pop("reason", "")
+        item = services.action_item_edit(
+            item=item, changes=changes, actor=acting_user(request), reason=reason
+        )
         return Response(self.fresh(item))
 
     @extend_schema(
@@ -132,5 +141,8 @@ class ActionItemViewSet(CrudViewSet):
         serializer = ActionItemCloseSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         changes = {"status": serializer.validated_data["status"]}
-        item = services.action_item_edit(item=item, changes=changes, actor=acting_user(request))
+        reason = serializer.validated_data.get("reason", "")
+        item = services.action_item_edit(
+            item=item, changes=changes, actor=acting_user(request), reason=reason
+        )
         return Response(self.fresh(item))

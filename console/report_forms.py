@@ -43,9 +43,10 @@ def _staff_choices() -> Any:
 
 
 class ActionItemForm(forms.Form):
-    """One row of the report's action items: ActionItem.ROW_FIELDS and the row's id."""
+    """One row of the report's action items: ActionItem.ROW_FIELDS, the row's id and the
+    reason for dropping the item ("won't do"), which the service requires then."""
 
-    field_order = ["item_id", *ActionItem.ROW_FIELDS]
+    field_order = ["item_id", *ActionItem.ROW_FIELDS, "reason"]
     item_id = forms.IntegerField(widget=forms.HiddenInput, required=False)
     title = forms.CharField(max_length=200, required=False)
     type = forms.ChoiceField(choices=ActionItem.Type.choices, initial=ActionItem.Type.PREVENT)
@@ -55,6 +56,12 @@ class ActionItemForm(forms.Form):
     due_date = forms.DateField(label="Due", required=False, widget=forms.DateInput(attrs={"type": "date"}))
     tracker_url = forms.URLField(label="Tracker link", required=False, assume_scheme="https")
     is_public = forms.BooleanField(label="Listed on the public report", required=False)
+    reason = forms.CharField(
+        label="Reason for won't do",
+        max_length=500,
+        required=False,
+        help_text="Required when the item is set to won't do; shown on the public report for public items.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

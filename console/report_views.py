@@ -27,6 +27,7 @@ from core.admin import add_validation_errors
 from incidents import services
 from incidents.models import ActionItem, Incident, IncidentReport
 from postmortems import selectors as postmortem_selectors
+from postmortems.follow import commitments_of
 from postmortems.models import ReportTemplate
 from postmortems.services import report_started
 
@@ -113,7 +114,7 @@ def report(request: HttpRequest, public_id: str) -> HttpResponse:
             "form": form,
             "formset": formset,
             "report": report,
-            "public_items": [i for i in items if i.is_public],
+            "commitments": commitments_of(incident.action_items.filter(is_public=True), now=timezone.now()),
             "impact_drafted": drafted,
             "error_heading": error_heading,
             "error_links": error_summary(form, formset) if error_heading else [],
@@ -173,13 +174,14 @@ def _save_report(incident: Incident, form: ReportForm, formset: Any, user: User)
     rows = []
     item_forms = []
     for item_form in formset.forms:
-        if not item_form.is_valid() or item_form.is_blank or not item_form.has_changed():
+        if not item_form.is_valid() or item_form.is_blank or not set(item_form.changed_data) - {"reason"}:
             continue
         cleaned = item_form.cleaned_data
         item_id = cleaned.get("item_id") or None
         names = item_form.changed_data if item_id else ActionItem.ROW_FIELDS
         fields = {name: cleaned[name] for name in names if name in ActionItem.ROW_FIELDS}
-        rows.append(services.ActionItemChange(item_id=item_id, fields=fields))
+        reason = cleaned.get("reason") or ""
+        rows.append(services.ActionItemChange(item_id=item_id, fields=fields, reason=reason))
         item_forms.append(item_form)
     fields = dict(form.cleaned_data)
     template = ReportTemplate.objects.filter(pk=fields.pop("report_template") or 0).first()

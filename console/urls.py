@@ -1,6 +1,15 @@
 from django.urls import path
 
-from console import credit_views, edit_views, report_views, review_views, timeline_views, update_views, views
+from console import (
+    credit_views,
+    edit_views,
+    report_exports,
+    report_views,
+    review_views,
+    timeline_views,
+    update_views,
+    views,
+)
 
 app_name = "console"
 
@@ -23,6 +32,9 @@ urlpatterns = [
     path("report-templates/", review_views.report_templates, name="report_templates"),
     path("report-templates/new/", review_views.report_template_edit, name="report_template_new"),
     path("report-templates/<int:pk>/", review_views.report_template_edit, name="report_template_edit"),
+    path("incidents/<str:public_id>/report/print/", report_exports.report_print, name="report-print"),
+    path("incidents/<str:public_id>/report.md", report_exports.report_markdown, name="report-markdown"),
+    path("incidents/<str:public_id>/report.pdf", report_exports.report_pdf_view, name="report-pdf"),
     path("templates/", views.templates, name="templates"),
     path("templates/new/", views.template_edit, name="template_new"),
     path("templates/<int:pk>/", views.template_edit, name="template_edit"),

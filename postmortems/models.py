@@ -271,3 +271,7 @@ class ReportTemplate(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# The follow-through history has its own module (docs/adr/0022-follow-through-and-export.md).
+from postmortems.follow_models import ActionItemChange  # noqa: E402, F401

@@ -35,6 +35,7 @@ from incidents.selectors import (
     incidents_touching,
     products_public,
 )
+from postmortems.follow import Commitment, commitments_open_for_product
 from public_site.locations import LocationStatus, location_statuses, locations_catalogue
 from public_site.pages import (
     FEED_SIZE,
@@ -97,6 +98,8 @@ class ProductPage:
     incidents: tuple[PastIncident, ...]
     page: Page
     locations: tuple[LocationStatus, ...] = ()
+    # Open public action items of its published reports, overdue ones included.
+    commitments: tuple[Commitment, ...] = ()
 
     @property
     def uptime_narrow(self) -> uptime.Uptime:
@@ -201,6 +204,7 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
         incidents=tuple(_past_incident(i, now=now) for i in page.object_list),
         page=page,
         locations=location_statuses(windows=windows, locations=locations_catalogue(), now=now),
+        commitments=tuple(commitments_open_for_product(product=product, now=now)),
     )
 
 

@@ -22,7 +22,6 @@ from django.db.models import Prefetch
 from core.timezones import display_zone
 from incidents import daily, intervals, uptime
 from incidents.models import (
-    ActionItem,
     ImpactWindow,
     Incident,
     IncidentReport,
@@ -37,7 +36,6 @@ from incidents.selectors import (
     PRODUCT_STATUS_LABELS,
     IncidentDurations,
     PageStatus,
-    action_items_public,
     incident_durations,
     incident_get_for_user,
     incident_impact_now,
@@ -49,6 +47,7 @@ from incidents.selectors import (
     window_interval,
     windows_counted_between,
 )
+from postmortems.follow import Commitment, commitments_for_report
 
 UPTIME_BAR_DAYS = 90
 # A phone draws only the last 30 bars (status.css), and the figure beside them then
@@ -427,7 +426,8 @@ class IncidentPage:
     durations: IncidentDurations
     updates: tuple[IncidentUpdate, ...]
     report: IncidentReport | None
-    action_items: tuple[ActionItem, ...]
+    # The report's public action items with their follow-through (postmortems.follow).
+    commitments: tuple[Commitment, ...]
     recurrence_of: Incident | None
     recurrences: tuple[Incident, ...]
     # A staff member looking at an incident the public cannot see.
@@ -453,7 +453,7 @@ def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
     windows = incident_windows_public(incident=incident)
     updates = tuple(incident_updates(incident=incident))
     report = IncidentReport.objects.filter(incident=incident, status=IncidentReport.Status.PUBLISHED).first()
-    action_items = tuple(action_items_public(incident=incident, report=report))
+    commitments = tuple(commitments_for_report(incident=incident, report=report, now=now))
     recurrence_of = None
     if incident.recurrence_of_id is not None:
         recurrence_of = incidents_public().filter(pk=incident.recurrence_of_id).first()
@@ -472,7 +472,7 @@ def incident_page(*, public_id: str, user: Any, now: datetime) -> IncidentPage:
         durations=incident_durations(incident=incident, windows=windows, now=now),
         updates=updates,
         report=report,
-        action_items=action_items,
+        commitments=commitments,
         recurrence_of=recurrence_of,
         recurrences=recurrences,
         is_preview=is_preview,

@@ -34,6 +34,7 @@ FOUND_BY_FRAMEWORKS = (
     _.author_link,
     _.lastmod,  # django.contrib.sitemaps.Sitemap reads it by name (<lastmod>)
     _.collect,  # prometheus_client calls Collector.collect() on each scrape (ops/metrics.py)
+    _.fetch,  # WeasyPrint calls URLFetcher.fetch, overridden by postmortems.export
 )
 CALLED_BY_TESTS = (
     # Breaker state is per process; tests/conftest.py closes the breakers between tests.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import models
 from django.db.models import QuerySet
@@ -18,6 +19,24 @@ from incidents import services
 from incidents.models import ActionItem, Incident
 
 
+class ActionItemAdminForm(forms.ModelForm):
+    # Declared: the model's default form field would assume "http" (formfield_overrides
+    # applies to the admin's copy of the form, not to this class).
+    tracker_url = forms.URLField(label="Tracker URL", required=False, max_length=200, assume_scheme="https")
+    # Not a field of the item: the service keeps it in the item's history (postmortems).
+    reason = forms.CharField(
+        label="Reason for won't do",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Required when the status becomes won't do; shown on the public report for public items.",
+    )
+
+    class Meta:
+        model = ActionItem
+        fields = ActionItem.FIELDS
+
+
 def save_action_item_form(
     form: Any, *, incident: Incident, request: HttpRequest, context: str = ""
 ) -> ActionItem | None:
@@ -26,13 +45,23 @@ def save_action_item_form(
     if form.instance.pk is None:
         fields = {name: data[name] for name in ActionItem.FIELDS if name in data}
         return call_service(
-            context, services.action_item_create, incident=incident, **fields, actor=actor(request)
+            context,
+            services.action_item_create,
+            incident=incident,
+            **fields,
+            actor=actor(request),
+            reason=data.get("reason") or "",
         )  # type: ignore[no-any-return]
     changes = {name: data[name] for name in form.changed_data if name in ActionItem.FIELDS}
     if not changes:
         return None
     return call_service(  # type: ignore[no-any-return]
-        context, services.action_item_edit, item=form.instance, changes=changes, actor=actor(request)
+        context,
+        services.action_item_edit,
+        item=form.instance,
+        changes=changes,
+        actor=actor(request),
+        reason=data.get("reason") or "",
     )
 
 
@@ -81,8 +110,10 @@ class ActionItemAdmin(ServiceModelAdmin):
     autocomplete_fields = ["incident", "owner"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     date_hierarchy = "due_date"
-    fields = ["incident", *ActionItem.FIELDS]
-    actions = ["mark_in_progress", "mark_done", "mark_wont_do"]
+    form = ActionItemAdminForm
+    fields = ["incident", *ActionItem.FIELDS, "reason"]
+    # No bulk "won't do": each dropped item needs its own reason (its page asks for it).
+    actions = ["mark_in_progress", "mark_done"]
 
     @admin.display(description="Incident", ordering="incident__started_at")
     def incident_link(self, obj: ActionItem) -> str:
@@ -120,7 +151,3 @@ class ActionItemAdmin(ServiceModelAdmin):
     @admin.action(description="Mark selected as done")
     def mark_done(self, request: HttpRequest, queryset: QuerySet[ActionItem]) -> None:
         self._mark(request, queryset, ActionItem.Status.DONE)
-
-    @admin.action(description="Mark selected as won't do")
-    def mark_wont_do(self, request: HttpRequest, queryset: QuerySet[ActionItem]) -> None:
-        self._mark(request, queryset, ActionItem.Status.WONT_DO)

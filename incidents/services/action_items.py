@@ -13,6 +13,7 @@ from django.db import transaction
 
 from core import roles
 from core.text import clean_single_line
+from incidents.action_item_events import FOLLOWED_FIELDS, announce_item_change
 from incidents.models import ActionItem, Incident
 from incidents.services._common import markdown_field, public_changed
 
@@ -31,9 +32,12 @@ def action_item_create(
     tracker_url: str = "",
     is_public: bool = False,
     actor: User | None = None,
+    reason: str = "",
 ) -> ActionItem:
-    """Create an item from ActionItem.FIELDS (the parameters, in that order)."""
+    """Create an item from ActionItem.FIELDS (the parameters, in that order); `reason`
+    says why, when it is created as "won't do"."""
     roles.check(actor, "report.write")
+    reason = _check_reason(status=status, was=None, reason=reason)
     title = clean_single_line(title, field="title")
     description, description_html = markdown_field(description, field="description")
     item = ActionItem(
@@ -51,19 +55,47 @@ def action_item_create(
     )
     item.full_clean()
     item.save()
+    announce_item_change(
+        item=item,
+        actor=actor,
+        changes={name: (None, getattr(item, name)) for name in FOLLOWED_FIELDS},
+        reason=reason,
+    )
     if is_public:
         public_changed(incident)
     return item
 
 
+# Long enough for a sentence or two of why; the public report shows it as written.
+REASON_MAX_LENGTH = 500
+
+
+def _check_reason(*, status: str | None, was: str | None, reason: str) -> str:
+    """Dropping a commitment ("won't do") needs a reason, given with the change; other
+    changes take none (a reason sent with them is not kept)."""
+    reason = (reason or "").strip()
+    if status != ActionItem.Status.WONT_DO or was == ActionItem.Status.WONT_DO:
+        return ""
+    if not reason:
+        raise ValidationError({"reason": "Say why this item will not be done: the reason is kept with it."})
+    if len(reason) > REASON_MAX_LENGTH:
+        raise ValidationError({"reason": f"Keep the reason under {REASON_MAX_LENGTH} characters."})
+    return reason
+
+
 @transaction.atomic
-def action_item_edit(*, item: ActionItem, changes: dict[str, Any], actor: User | None = None) -> ActionItem:
+def action_item_edit(
+    *, item: ActionItem, changes: dict[str, Any], actor: User | None = None, reason: str = ""
+) -> ActionItem:
+    """Change ActionItem.FIELDS; `reason` says why, when the change is to "won't do"."""
     roles.check(actor, "report.write")
     unknown = set(changes) - set(ActionItem.FIELDS)
     if unknown:
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     item = ActionItem.objects.select_for_update().get(pk=item.pk)
+    reason = _check_reason(status=changes.get("status"), was=item.status, reason=reason)
     was_public = item.is_public
+    before = {name: getattr(item, name) for name in FOLLOWED_FIELDS}
     if "title" in changes:
         changes = {**changes, "title": clean_single_line(changes["title"], field="title")}
     extra: list[str] = []
@@ -76,6 +108,10 @@ def action_item_edit(*, item: ActionItem, changes: dict[str, Any], actor: User |
     item.full_clean()
     if changes:
         item.save(update_fields=[*changes, *extra, "updated_at"])
+        after = {name: getattr(item, name) for name in FOLLOWED_FIELDS}
+        announce_item_change(
+            item=item, actor=actor, changes={n: (before[n], after[n]) for n in FOLLOWED_FIELDS}, reason=reason
+        )
         if was_public or item.is_public:
             public_changed(item.incident)
     return item
@@ -87,6 +123,7 @@ class ActionItemChange:
 
     item_id: int | None
     fields: dict[str, Any]
+    reason: str = ""  # why, when the row drops the item ("won't do")
 
 
 class ActionItemRejected(Exception):
@@ -112,11 +149,11 @@ def action_items_save(
     for index, row in enumerate(rows):
         try:
             if row.item_id is None:
-                action_item_create(incident=incident, actor=actor, **row.fields)
+                action_item_create(incident=incident, actor=actor, reason=row.reason, **row.fields)
             elif row.item_id not in own:
                 raise ValidationError("This action item belongs to another incident.")
             else:
-                action_item_edit(item=own[row.item_id], changes=row.fields, actor=actor)
+                action_item_edit(item=own[row.item_id], changes=row.fields, actor=actor, reason=row.reason)
         except ValidationError as exc:
             errors[index] = exc
     if errors:

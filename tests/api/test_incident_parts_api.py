@@ -45,7 +45,16 @@ def test_staff_change_an_action_item_with_if_match_and_close_it(
 
     closed = send(staff_api, "post", f"{url}close/")
     assert closed.status_code == 200 and closed.json()["status"] == "done"
-    wont = send(staff_api, "post", f"{url}close/", {"status": "wont_do"})
+    refused = send(staff_api, "post", f"{url}close/", {"status": "wont_do"})
+    assert refused.status_code == 400 and "reason" in refused.content.decode()
+    item.refresh_from_db()
+    assert item.status == "done"  # a refused drop changes nothing
+    wont = send(
+        staff_api,
+        "post",
+        f"{url}close/",
+        {"status": "wont_do", "reason": "Superseded by the new router fleet."},
+    )
     assert wont.status_code == 200 and wont.json()["status"] == "wont_do"
     item.refresh_from_db()
     assert (item.status, item.priority, item.owner) == ("wont_do", "P0", alice)

@@ -40,10 +40,11 @@ T0 = utc(2026, 11, 30, 18, 0)
 def test_it_describes_an_action_item_with_one_field_list() -> None:
     fields = list(ActionItem.FIELDS)
     create = inspect.signature(services.action_item_create).parameters
-    assert [name for name in create if name not in ("incident", "actor")] == fields
+    # `reason` is no field of the item: it goes to the item's history (postmortems).
+    assert [name for name in create if name not in ("incident", "actor", "reason")] == fields
     assert ActionItemSerializer.Meta.fields == ["id", "incident", *fields, "created_at", "updated_at"]
     assert list(ActionItemCreateSerializer().fields) == ["incident", *(f for f in fields if f != "status")]
-    assert list(ActionItemForm().fields) == ["item_id", *ActionItem.ROW_FIELDS]
+    assert list(ActionItemForm().fields) == ["item_id", *ActionItem.ROW_FIELDS, "reason"]
     assert list(ActionItem.ROW_FIELDS) == [f for f in fields if f != "description"]
 
 

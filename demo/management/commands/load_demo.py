@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 from demo import alerts as alerts_demo
 from demo import credits as credits_demo
 from demo import incidents as demo
+from demo import postmortem_follow
 from demo import postmortem_timeline as timeline_demo
 from demo import templates as templates_demo
 
@@ -29,12 +30,14 @@ class Command(BaseCommand):
         templates = templates_demo.load(stdout=self.stdout)
         alerts = alerts_demo.load(stdout=self.stdout)
         timeline = timeline_demo.load(stdout=self.stdout)
+        follow = postmortem_follow.load(stdout=self.stdout)
         others = (
             credits.policies_created,
             credits.customers_created,
             templates.templates_created,
             timeline.entries_created,
             timeline.links_created,
+            follow.items_retold or follow.items_created,
         )
         if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(
