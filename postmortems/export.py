@@ -22,16 +22,16 @@ from django.http import Http404
 from django.templatetags.static import static
 from django.utils.text import slugify
 
-from incidents.models import ImpactWindow, Incident, IncidentReport, IncidentUpdate
+from incidents.models import ImpactWindow, Incident, IncidentReport
 from incidents.selectors import (
     IncidentDurations,
     incident_durations,
-    incident_updates,
     incident_windows_public,
     incidents_public,
     window_interval,
 )
 from postmortems.follow import Commitment, commitments_for_report, commitments_of
+from postmortems.selectors import Timeline, incident_timeline
 
 # One template per format, rendered by the views (their tag library is the public site's).
 PRINT_TEMPLATE = "postmortems/report_print.html"
@@ -51,7 +51,7 @@ class ReportExport:
     windows: tuple[ExportWindow, ...]
     durations: IncidentDurations
     commitments: tuple[Commitment, ...]
-    updates: tuple[IncidentUpdate, ...]
+    timeline: Timeline  # the merged timeline and key durations, public rows only when public
     is_public: bool
     generated_at: datetime
 
@@ -73,8 +73,7 @@ def _export(incident: Incident, report: IncidentReport, *, public: bool, now: da
         windows=tuple(ExportWindow(w, window_interval(w, now=now).duration) for w in windows),
         durations=incident_durations(incident=incident, windows=windows, now=now),
         commitments=tuple(commitments),
-        # Oldest first: a document reads forwards (the live page shows the newest first).
-        updates=tuple(reversed(incident_updates(incident=incident))),
+        timeline=incident_timeline(incident=incident, public=public, now=now),
         is_public=public,
         generated_at=now,
     )

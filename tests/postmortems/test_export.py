@@ -66,7 +66,8 @@ def test_the_pdf_is_a_pdf_of_the_report(client: Client, demo: Incident, tmp_path
     for title in _public_items(demo):
         assert title in text
     assert "Overdue" in text and "Reason: Superseded by enforcing capacity constraints" in text
-    assert INTERNAL not in text
+    assert "Key durations" in text and "Timeline" in text and "of the 8 October problem" in text
+    assert INTERNAL not in text and "Decision: complete the load balancing rollback" not in text
 
 
 def test_the_markdown_has_the_sections_and_the_public_action_items(client: Client, demo: Incident) -> None:
@@ -85,6 +86,15 @@ def test_the_markdown_has_the_sections_and_the_public_action_items(client: Clien
         assert f"- **{title}**: " in text
     assert "Won't do, due 30 Nov 2026, dropped" in text
     assert INTERNAL not in text and "staff" not in text  # no internal items, no owners
+    # The merged timeline and its key durations, public rows only.
+    assert "\n## Key durations\n" in text and "\n## Timeline\n" in text
+    assert "- Impact start to detection: 50 min\n" in text
+    assert (
+        "- 9 Oct 2026 09:46 PDT · **Resolution**: Impact ends: Cloud Storage, us-central1-b, after 5 h 41 min\n"
+        in text
+    )
+    assert "**Recurrence** of the 8 October problem" in text
+    assert "Decision: complete the load balancing rollback" not in text
 
 
 def test_the_printable_page_is_the_same_template_with_links_and_a_print_stylesheet(
