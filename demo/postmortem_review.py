@@ -4,14 +4,15 @@ approves and publishes, all through the services the console and the API call.""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from incidents import services
-from incidents.models import Incident
+from incidents.models import Incident, IncidentReport
 from postmortems import review
+from postmortems.models import ReviewEvent, ReviewRequest
 
 AUTHOR = "responder"
 APPROVER = "approver"
@@ -40,3 +41,17 @@ def publish_reviewed(
         review.review_comment(incident=incident, body=body, anchor=anchor, actor=approver)
     review.review_approve(incident=incident, actor=approver)
     services.report_publish(incident=incident, published_at=published_at, actor=approver)
+    _backdate(incident, published_at)
+
+
+def _backdate(incident: Incident, published_at: datetime) -> None:
+    """The demo loads today a review that happened before publication: its log reads as it
+    would have, a day of review ending at the publication time."""
+    report = IncidentReport.objects.get(incident=incident)
+    start = published_at - timedelta(days=1)
+    ReviewRequest.objects.filter(report=report).update(created_at=start)
+    events = list(ReviewEvent.objects.filter(report=report).order_by("created_at", "pk"))
+    step = timedelta(days=1) / max(len(events) - 1, 1)
+    for n, event in enumerate(events):
+        ReviewEvent.objects.filter(pk=event.pk).update(created_at=start + n * step)
+    IncidentReport.objects.filter(pk=report.pk).update(approved_at=published_at - step)
