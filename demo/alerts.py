@@ -10,14 +10,15 @@ integration (even with its token rotated) is left exactly as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
 
 from alerts import services
-from alerts.models import Integration, secret_hash
-from incidents.models import ImpactLevel, IncidentImpact, Product
+from alerts.models import Alert, AlertGroup, Integration, secret_hash
+from incidents.models import ImpactLevel, Incident, IncidentImpact, Product
 
 INTEGRATION_NAME = "Prometheus (demo)"
 TOKEN = "demo-alertmanager-token"  # noqa: S105 - a published demo credential, printed by `make run`
@@ -80,6 +81,37 @@ def load(*, stdout: Writer | None = None) -> AlertsDemoSummary:
         done = "created" if summary.integrations_created else "already there"
         stdout.write(f"Alert intake: integration {INTEGRATION_NAME!r} {done}\n")
     return summary
+
+
+def past_alert(incident: Incident, *, title: str, fingerprint: str, labels: dict[str, str]) -> bool:
+    """Record that the demo integration's alert fired first for a retold incident: it
+    fired before anyone declared, on the incident's first impact window, and ended with
+    it. The intake services open drafts for new alerts; a retold past needs only the
+    rows the staff timeline reads (postmortems.selectors). True when it was added."""
+    integration = Integration.objects.filter(name=INTEGRATION_NAME).first()
+    window = incident.windows.order_by("started_at", "id").first()
+    if integration is None or window is None or hasattr(incident, "alert_group"):
+        return False
+    with transaction.atomic():
+        group = AlertGroup.objects.create(integration=integration, group_key=fingerprint, incident=incident)
+        Alert.objects.create(
+            integration=integration,
+            fingerprint=fingerprint,
+            group=group,
+            window=window,
+            status=Alert.Status.RESOLVED,
+            title=title,
+            labels=labels,
+            starts_at=window.started_at + ALERT_AFTER_IMPACT,
+            ends_at=window.ended_at,
+            note="Retold by the demo: the first alert of this incident.",
+            last_received_at=window.ended_at or window.started_at,
+        )
+    return True
+
+
+# How long after the impact began the demo's retold alerts fired (their rule's `for:`).
+ALERT_AFTER_IMPACT = timedelta(minutes=42)
 
 
 def test_alert_hint() -> str:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from demo import alerts as alerts_demo
 from demo.incidents import (
     GCS_RECURRENCE_START,
     GCS_START,
@@ -74,6 +75,13 @@ def load(*, stdout: Writer | None = None) -> TimelineDemoSummary:
     summary = TimelineDemoSummary()
     staff = User.objects.filter(username="staff").first()
     gcs = Incident.objects.filter(title=GCS_TITLE, started_at=GCS_START).first()
+    if gcs is not None:
+        alerts_demo.past_alert(
+            gcs,
+            title="Cloud Storage write error ratio above 5% in us-central1",
+            fingerprint="gcs-write-errors-us-central1",
+            labels={"alertname": "GCSWriteErrors", "region": "us-central1", "severity": "page"},
+        )
     with transaction.atomic():
         if gcs is not None and not TimelineEntry.objects.filter(incident=gcs).exists():
             for at, phase, visibility, text in GCS_ENTRIES:

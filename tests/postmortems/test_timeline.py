@@ -128,7 +128,14 @@ def test_the_demo_cloud_storage_timeline(demo: Incident) -> None:
     assert [length for _w, length in timeline.periods] == ["12 h 30 min", "5 h 41 min"]
     ends = [r.text for r in timeline.rows if r.kind == "impact_end"]
     assert ends[0].endswith("after 12 h 30 min") and ends[1].endswith("after 5 h 41 min")
-    assert "alert" not in kinds  # the demo files no alert for this incident
+    # The first alert (staff only) fired 42 minutes into the impact, before detection.
+    alert = [r for r in timeline.rows if r.kind == "alert"]
+    assert len(alert) == 1 and not alert[0].is_public
+    assert alert[0].at == timeline.periods[0][0].started_at + timedelta(minutes=42)
+    assert alert[0].text == "First alert: Cloud Storage write error ratio above 5% in us-central1"
+    assert kinds.index("alert") < kinds.index("detection")
+    public_kinds = [r.kind for r in selectors.incident_timeline(incident=demo, public=True).rows]
+    assert "alert" not in public_kinds
     recurrence = [r for r in timeline.rows if r.entry is not None and "Recurrence" in r.text]
     assert len(recurrence) == 1 and recurrence[0].at == timeline.periods[1][0].started_at
     assert recurrence[0].phase == "detection" and recurrence[0].is_public
