@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 LOG = Path(os.environ.get("SINK_LOG", "/mail/log.jsonl"))
-DELAY = float(os.environ.get("SINK_DELAY", "0.02"))
+DELAY = float(os.environ.get("SINK_DELAY", "0.1"))
 
 
 def record(recipients: list[str], data: bytes) -> None:
