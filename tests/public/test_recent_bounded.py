@@ -1,4 +1,4 @@
-""""Recent incidents" on `/` lists at most a few incidents a day (issue 30): the worst
+""" "Recent incidents" on `/` lists at most a few incidents a day (issue 30): the worst
 first, then the newest, shown newest first, and "N more incidents on <day>" leading to the
 day on the monthly history, which lists them all. Read in two queries whatever the day
 holds."""
