@@ -9,12 +9,27 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from typing import overload
 
 from django.core.paginator import Page, Paginator
 from django.core.validators import slug_re
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+    Window,
+)
+from django.db.models.functions import Coalesce, RowNumber
 from django.http import Http404
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
@@ -30,6 +45,7 @@ from incidents.models import (
     Product,
 )
 from incidents.selectors import (
+    LEVEL_SEVERITY,
     incident_durations,
     incidents_public,
     incidents_touching,
@@ -65,6 +81,7 @@ class PastIncident:
     ongoing: bool
     level: str
     products: tuple[Product, ...] = ()
+    anchor: str = ""  # on the monthly history, the first of its day: the day's link target
 
     @property
     def label(self) -> str:
@@ -211,6 +228,12 @@ def product_page(*, slug: str, now: datetime, page_number: str | int | None = 1)
 # --- Recent incidents on the status page -----------------------------------------------------
 
 
+# At most this many incidents under each day of "Recent incidents": the worst first (their
+# level on public products), then the newest; the rest are counted and linked to the day
+# in the monthly history (docs/adr/0026-bounded-recent-incidents.md).
+RECENT_PER_DAY = 3
+
+
 @dataclass(frozen=True)
 class RecentDay:
     """One entry of the "Recent incidents" list, newest first: a day (display zone) with
@@ -219,24 +242,76 @@ class RecentDay:
 
     first: date  # its oldest day: `date` itself unless this is a run of quiet days
     date: date  # its newest day
-    incidents: tuple[PastIncident, ...]
+    incidents: tuple[PastIncident, ...]  # those shown, newest first
+    total: int = 0  # the day's incidents, shown or not
 
     @property
     def is_run(self) -> bool:
         return self.first != self.date
 
+    @property
+    def more(self) -> int:
+        """How many of the day's incidents are not listed here."""
+        return max(0, self.total - len(self.incidents))
 
-def recent_incidents(*, now: datetime, days: int) -> tuple[RecentDay, ...]:
-    """The last `days` days, today first, each with the public incidents (and maintenance)
-    that started that day, newest first; consecutive quiet days make one entry. Two
-    queries."""
+    @property
+    def history_anchor(self) -> str:
+        """The id of the day's first incident on the monthly history page."""
+        return day_anchor(self.date)
+
+
+def day_anchor(day: date) -> str:
+    return f"day-{day:%Y-%m-%d}"
+
+
+def _severity() -> Coalesce:
+    """An incident's worst level on public products as a number (LEVEL_SEVERITY): one
+    probe of its windows through their incident index."""
+    rank = Case(
+        *(When(level=level, then=Value(n)) for level, n in LEVEL_SEVERITY.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    worst = (
+        ImpactWindow.objects.filter(incident=OuterRef("pk"), product__is_public=True)
+        .annotate(rank=rank)
+        .order_by("-rank")
+        .values("rank")[:1]
+    )
+    return Coalesce(Subquery(worst), Value(0), output_field=IntegerField())
+
+
+def recent_incidents(*, now: datetime, days: int, per_day: int = RECENT_PER_DAY) -> tuple[RecentDay, ...]:
+    """The last `days` days, today first, each with at most `per_day` of the public
+    incidents (and maintenance) that started that day, the worst then the newest, listed
+    newest first, and the day's count; consecutive quiet days make one entry. Two queries
+    whatever the history: one reads the days' incidents on the started_at index, numbers
+    them per day in SQL (a window function) and returns only those shown with the day's
+    count; the other their windows."""
     tz = display_zone()
     count = max(1, days)
     span = uptime.display_days(last=today_local(now), count=count, tz=tz)
-    incidents = (
+    # The day an incident started, as the index of its local day in `span` (the days'
+    # bounds come from the zone, so this holds across a change of UTC offset).
+    day_of = Case(
+        *(When(started_at__gte=d.start, then=Value(i)) for i, d in reversed(list(enumerate(span)))),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    ranked = (
         incidents_public()
         # Upcoming maintenance has not happened yet: it is listed under "Scheduled".
         .filter(started_at__gte=span[0].start, started_at__lte=now)
+        .annotate(day=day_of, severity=_severity())
+        .annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("day")],
+                order_by=[F("severity").desc(), F("started_at").desc(), F("id").desc()],
+            ),
+            day_total=Window(Count("id"), partition_by=[F("day")]),
+        )
+        .filter(place__lte=max(1, per_day))
         .prefetch_related(
             Prefetch(
                 "windows",
@@ -248,15 +323,18 @@ def recent_incidents(*, now: datetime, days: int) -> tuple[RecentDay, ...]:
         .order_by("-started_at", "-id")
     )
     by_day: dict[date, list[PastIncident]] = defaultdict(list)
-    for incident in incidents:
-        by_day[uptime.local_date(incident.started_at, tz)].append(_past_incident(incident, now=now))
+    totals: dict[date, int] = {}
+    for incident in ranked:
+        day = span[incident.day].date
+        by_day[day].append(_past_incident(incident, now=now))
+        totals[day] = incident.day_total
     entries: list[RecentDay] = []
     for d in reversed(span):
         found = tuple(by_day.get(d.date, ()))
         if not found and entries and not entries[-1].incidents:
             entries[-1] = replace(entries[-1], first=d.date)  # one day older, still quiet
         else:
-            entries.append(RecentDay(date=d.date, incidents=found, first=d.date))
+            entries.append(RecentDay(date=d.date, incidents=found, first=d.date, total=totals.get(d.date, 0)))
     return tuple(entries)
 
 
@@ -400,12 +478,24 @@ def history_page(*, month: date, now: datetime, flt: HistoryFilter | None = None
         month=month,
         previous_month=add_months(month, -1),
         next_month=add_months(month, 1) if month < current else None,
-        incidents=tuple(_past_incident(i, now=now) for i in incidents),
+        incidents=_anchored(tuple(_past_incident(i, now=now) for i in incidents), tz=tz),
         years=_history_years(),
         products=tuple(products_public()),
         filter=flt,
         month_total=in_month.count() if flt.active else 0,
     )
+
+
+def _anchored(items: tuple[PastIncident, ...], *, tz: tzinfo) -> tuple[PastIncident, ...]:
+    """The first incident listed for each day gets the day's anchor, where "N more
+    incidents" on the status page leads (`RecentDay.history_anchor`)."""
+    seen: set[date] = set()
+    out = []
+    for item in items:
+        day = uptime.local_date(item.incident.started_at, tz)
+        out.append(item if day in seen else replace(item, anchor=day_anchor(day)))
+        seen.add(day)
+    return tuple(out)
 
 
 def _history_years() -> tuple[HistoryYear, ...]:

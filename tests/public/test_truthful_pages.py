@@ -173,7 +173,11 @@ def maintenance(*, starts_in: timedelta, title: str = "BigQuery upgrade") -> Inc
 
 
 def past_item(html: str, title: str) -> str:
-    match = re.search(rf'<li class="past">\s*<div class="past__head">.*?>{title}</a>.*?</li>', html, re.S)
+    match = re.search(
+        rf'<li class="past"(?: id="day-[0-9-]+")?>\s*<div class="past__head">.*?>{title}</a>.*?</li>',
+        html,
+        re.S,
+    )
     assert match, title
     return match.group(0)
 
