@@ -57,22 +57,6 @@ def nearest_rank_sql(count: str, percent: int) -> str:
     return f"(({count} * {int(percent)} + 99) / 100 - 1)"
 
 
-def drawn_rank_sql(rank: str, count: str, limit: int = metrics.STRIP_POINTS) -> str:
-    """True for every rank `metrics.drawn_ranks` can pick, and a few neighbours.
-
-    `drawn_ranks` rounds i x (n - 1) / (limit - 1) half to even; rather than repeat that
-    float rounding in SQL, this keeps every rank within one of such a value (both its
-    floor and its ceiling), i.e. the ranks r with some integer i in [0, limit - 1] and
-    (limit - 1)(r - 1) < i (n - 1) < (limit - 1)(r + 1), and Python picks the exact ones.
-    The smallest i above the lower bound is checked against the upper one.
-    """
-    m = int(limit) - 1
-    first_i = f"(CASE WHEN {rank} = 0 THEN 0 ELSE ({m} * ({rank} - 1)) / ({count} - 1) + 1 END)"
-    return (
-        f"({count} <= {int(limit)} OR ({first_i} <= {m} AND {first_i} * ({count} - 1) < {m} * ({rank} + 1)))"
-    )
-
-
 @dataclass(frozen=True)
 class IncidentFigures:
     """What the database says about the incidents that started in the range."""
@@ -138,21 +122,34 @@ _MEASURES = ("detect_us", "first_update_us", "resolve_us", "cadence_us")  # k = 
 
 def _whole_range_ranks_sql(k: int, scoped: bool) -> str:
     """The ranks one measure shows over the whole range, read in the order of its index
-    (`insights.models.IncidentFacts`): no sort, however many incidents the range holds."""
+    (`insights.models.IncidentFacts`): no sort, however many incidents the range holds.
+    The ranks wanted (`%(ranks_k)s`) and the count (`%(n_k)s`) come from the counts
+    query, so each row costs one hashed look-up, and nothing is buffered."""
     column = _MEASURES[k]
     in_scope = "AND f.incident_id IN (SELECT id FROM inc)" if scoped else ""
-    med, p90 = nearest_rank_sql("na", 50), nearest_rank_sql("na", 90)
-    return f"""SELECT {k} AS k, width_bucket(started_at, %(lows)s::timestamptz[]) AS period, id, v, ra, na,
-       NULL::bigint AS rp, NULL::bigint AS np FROM (
+    return f"""SELECT {k} AS k, width_bucket(started_at, %(lows)s::timestamptz[]) AS period, id, v, ra,
+       %(n_{k})s::bigint AS na, NULL::bigint AS rp, NULL::bigint AS np FROM (
     SELECT f.started_at, f.incident_id AS id, f.{column} AS v,
-           row_number() OVER (ORDER BY f.{column}, f.incident_id) - 1 AS ra, count(*) OVER () AS na
+           row_number() OVER (ORDER BY f.{column}, f.incident_id) - 1 AS ra
     FROM {_FACTS} f
     WHERE f.{column} IS NOT NULL AND f.started_at >= %(start)s AND f.started_at < %(end)s {in_scope}
-) r{k} WHERE ra IN ({med}, {p90}, na - 1) OR {drawn_rank_sql("ra", "na")}"""  # noqa: S608 - constants only
+) r{k} WHERE ra = ANY(%(ranks_{k})s::bigint[])"""  # noqa: S608 - constants only
+
+
+def _counts_sql(scoped: bool) -> str:
+    """Counts per period and level, and how many values each measure has in the range."""
+    counted = ", ".join(f"count({column})" for column in _MEASURES)
+    return f"""{_LOCAL_SETTINGS}
+{_measures_sql(scoped, per_period=False)}
+SELECT
+    (SELECT COALESCE(json_agg(json_build_array(period, maint, COALESCE(sev, 0), open, n)), '[]')
+     FROM (SELECT period, maint, sev, open, count(*) AS n FROM inc GROUP BY 1, 2, 3, 4) c),
+    (SELECT json_build_array({counted}) FROM inc)
+"""  # noqa: S608 - only constants are formatted in
 
 
 def _figures_sql(scoped: bool, per_period: bool) -> str:
-    """Counts per period and level, and the ranks of each measure the page shows."""
+    """The ranks of each measure the page shows (over the range, and per period)."""
     picked = [_whole_range_ranks_sql(k, scoped) for k in range(len(_MEASURES))]
     if per_period:
         pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
@@ -168,8 +165,6 @@ picked AS (
 {union}
 )
 SELECT
-    (SELECT COALESCE(json_agg(json_build_array(period, maint, COALESCE(sev, 0), open, n)), '[]')
-     FROM (SELECT period, maint, sev, open, count(*) AS n FROM inc GROUP BY 1, 2, 3, 4) c),
     -- Each picked incident's name by its key (a few hundred look-ups, not a join the
     -- planner would hash over every incident).
     (SELECT COALESCE(json_agg(json_build_array(p.k, p.period, p.ra, p.na, p.rp, p.np, p.v, p.id,
@@ -231,7 +226,7 @@ def _response(found: _Ranked) -> metrics.Response:
 def incident_figures(
     *, products: Sequence[int] | None, periods: Sequence[metrics.Period], per_period: bool = False
 ) -> IncidentFigures:
-    """One query. `products`: the scope's product ids, None for every product (then an
+    """Two queries: the counts, then the ranks they call for. `products`: the scope's product ids, None for every product (then an
     incident without any window counts too, as in the Python path). `per_period`: rank
     within each period too (a second sort of every value), for the response CSV."""
     lows = [p.start for p in periods]
@@ -243,8 +238,13 @@ def incident_figures(
         "end": periods[-1].end,
     }
     with connection.cursor() as cursor:
+        cursor.execute(_counts_sql(scoped), params)
+        counts, measured = cursor.fetchone()
+        for k, n in enumerate(measured):
+            params[f"n_{k}"] = n
+            params[f"ranks_{k}"] = sorted(metrics.summary_ranks(n) | frozenset(metrics.drawn_ranks(n)))
         cursor.execute(_figures_sql(scoped, per_period), params)
-        counts, picked = cursor.fetchone()
+        (picked,) = cursor.fetchone()
     by_level, open_incidents, maintenance = _counts(counts)
     whole, by_period, behind = _kept_ranks(picked)
     period_response = {

@@ -14,13 +14,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.test import Client
 from freezegun import freeze_time
 
 from incidents import services, uptime
 from incidents.models import ActionItem, ImpactWindow, Incident, IncidentUpdate, Product
-from insights import aggregates, facts, metrics, present, selectors
+from insights import facts, metrics, present, selectors
 from tests.builders import make_group, make_product, utc
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("postgres")]
@@ -358,21 +357,6 @@ def test_the_strip_chart_ranks_and_the_percentiles_agree_on_a_long_distribution(
         assert_same(fast, slow)
         assert fast.response.resolve.count == 263
         assert len(fast.response.resolve.drawn()) == metrics.STRIP_POINTS
-
-
-@pytest.mark.parametrize("limit", [2, 3, 7, 120])
-def test_the_sql_keeps_every_rank_the_strip_chart_draws(limit: int) -> None:
-    """`aggregates.drawn_rank_sql` keeps a superset of `metrics.drawn_ranks`, and not much more."""
-    for n in [1, 2, 3, limit - 1, limit, limit + 1, 2 * limit - 1, 2 * limit + 1, 263, 1000, 10_007]:
-        if n < 1:
-            continue
-        with connection.cursor() as cursor:
-            predicate = aggregates.drawn_rank_sql("r", str(n), limit)
-            cursor.execute(f"SELECT r FROM generate_series(0, {n - 1}) AS r WHERE {predicate}")  # noqa: S608 - numbers only
-            kept = {r for (r,) in cursor.fetchall()}
-        wanted = set(metrics.drawn_ranks(n, limit))
-        assert wanted <= kept, (n, sorted(wanted - kept))
-        assert len(kept) <= 2 * min(n, limit), n
 
 
 def test_a_window_edit_changes_the_figures_at_once(staff_client: Client) -> None:
