@@ -203,8 +203,12 @@ def sourced_downtime(
             filled, _ = sla.weighted_downtime(declared, policy, start=lo, end=hi, now=now)
             measured_minutes += filled
     if source == SOURCE_LARGER and declared_minutes > measured_minutes:
-        return SourcedDowntime(SOURCE_DECLARED, declared_minutes, declared_minutes, measured_minutes, measured.gaps)
-    return SourcedDowntime(SOURCE_MEASURED, measured_minutes, declared_minutes, measured_minutes, measured.gaps)
+        return SourcedDowntime(
+            SOURCE_DECLARED, declared_minutes, declared_minutes, measured_minutes, measured.gaps
+        )
+    return SourcedDowntime(
+        SOURCE_MEASURED, measured_minutes, declared_minutes, measured_minutes, measured.gaps
+    )
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,11 @@ def _day_start(day: date, time_zone: str) -> datetime:
 
 
 def compute_versioned(
-    outages: Sequence[sla.Outage], versions: Sequence[Version], period: sla.Period, *, now: datetime | None = None
+    outages: Sequence[sla.Outage],
+    versions: Sequence[Version],
+    period: sla.Period,
+    *,
+    now: datetime | None = None,
 ) -> VersionedResult:
     """A month computed with each policy version for its own days: each part's downtime
     and uptime under that version over its days, its credit weighted by its share of the
@@ -265,7 +273,9 @@ def compute_versioned(
         share = span / month_minutes
         parts.append(VersionPart(version, lo, hi, result, share, credit * share))
     total = sum((p.credit for p in parts), Decimal(0))
-    cap = next((v.policy.cap for v in reversed(ordered) if _day_start(v.effective_from, zone) < month_end), None)
+    cap = next(
+        (v.policy.cap for v in reversed(ordered) if _day_start(v.effective_from, zone) < month_end), None
+    )
     if cap is not None:
         total = min(total, cap)
     return VersionedResult(period, tuple(parts), total)

@@ -26,6 +26,10 @@ def source_for(product_id: int, location_id: int | None) -> SliSource | None:
     return sources.get(None)
 
 
+def product_sources(product_id: int) -> list[SliSource]:
+    return list(SliSource.objects.filter(product_id=product_id, enabled=True).order_by("pk"))
+
+
 def _render(query: str, source: SliSource, minutes: int) -> str:
     selector = source.label_selector.strip()
     return query.replace("{selector}", "{" + selector + "}" if selector else "").replace(

@@ -14,7 +14,7 @@ MAJOR = "major_outage"
 
 
 def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*args, tzinfo=UTC)  # type: ignore[arg-type,misc]
 
 
 def policy(tiers: tuple[tuple[str, str], ...], cap: str | None = None) -> sla.Policy:
@@ -105,7 +105,9 @@ def test_month_spanning_a_policy_change_is_computed_per_version() -> None:
     assert got.credit.quantize(D("0.0001")) == D("4.8387")
     late = [sla.Outage(utc(2026, 3, 20, 10), utc(2026, 3, 20, 11), MAJOR)]
     # The same hour on B's days: 25 % for 16 of 31 days = 400/31 = 12.9032 %.
-    assert m.compute_versioned(late, VERSIONS, sla.Period(2026, 3)).credit.quantize(D("0.0001")) == D("12.9032")
+    assert m.compute_versioned(late, VERSIONS, sla.Period(2026, 3)).credit.quantize(D("0.0001")) == D(
+        "12.9032"
+    )
     # A month wholly under one version is the plain computation.
     april = m.compute_versioned(late, VERSIONS, sla.Period(2026, 2))
     assert len(april.parts) == 1 and april.credit == 0
@@ -121,7 +123,11 @@ def test_three_incidents_in_a_month_never_exceed_the_cap() -> None:
         assert sla.compute([one], capped, sla.Period(2026, 4)).credit == D(25)
     # Together 2340 min -> 94.58 % -> the 50 % band, held to the 30 % cap; not 3 x 25 %.
     together = sla.compute(outages, capped, sla.Period(2026, 4))
-    assert (together.tier, together.credit, together.incident_ids) == (sla.Tier(D(95), D(50)), D(30), (2, 12, 22))
+    assert (together.tier, together.credit, together.incident_ids) == (
+        sla.Tier(D(95), D(50)),
+        D(30),
+        (2, 12, 22),
+    )
     versions = [m.Version(date(2025, 1, 1), policy((("95", "50"),))), m.Version(date(2026, 4, 16), capped)]
     # 1-15 April (21600 min) holds 1560 min: 92.78 % -> 50 % x 15/30 = 25; 16-30 April
     # holds 780 min: 96.39 % -> 25 % x 15/30 = 12.5. 37.5, held to the cap of the

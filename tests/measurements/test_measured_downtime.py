@@ -107,3 +107,63 @@ def test_with_prometheus_unreachable_the_gap_is_reported_and_declared_windows_co
         declared, None, POLICY, source=sla_measured.SOURCE_MEASURED, start=start, end=end
     )
     assert (got.source, got.downtime_minutes, got.gaps) == ("declared", D(750), (Interval(start, end),))
+
+
+def _customer(policy_source: str) -> None:
+    from tests.credits import builders
+
+    policy = builders.storage_policy(downtime_source=policy_source)
+    region = Location.objects.get(name="us-central1")
+    builders.customer("Acme", policy=policy, products=[(region_product(), region)], monthly_bill=D(1000))
+
+
+def region_product() -> object:
+    from incidents.models import Product
+
+    return Product.objects.get(name="Cloud Storage")
+
+
+@pytest.mark.django_db
+def test_a_larger_of_the_two_policy_credits_the_measured_minutes_and_the_letter_says_so(
+    prometheus_url: str,
+) -> None:
+    from credits import emails, services
+    from credits.models import CreditNotice
+
+    _incident(prometheus_url, "early")
+    _customer("larger")
+    services.credits_compute(period="2026-10", now=NOW)
+    notice = CreditNotice.objects.select_related("customer", "policy").get()
+    # Declared for a region customer: 750 (region) + 341 (its zone) = 1091; measured
+    # 770 (the region from 20 minutes earlier) + 345 (the zone, to the period) = 1115.
+    assert (notice.downtime_source, notice.downtime_minutes, notice.measured_minutes) == (
+        "measured",
+        1115,
+        1115,
+    )
+    # The test data covers 8 October 08:00 to 9 October 20:00 UTC only: the rest of the
+    # month is a gap, said so, and filled from declared windows (none there).
+    assert notice.measurement_note == "gaps in the measurement"
+    _subject, text, _html = emails.render_credit_notice(notice)
+    assert "Counted from: our monitoring's error rates (1115 minutes measured)" in " ".join(text.split())
+
+
+@pytest.mark.django_db
+def test_a_measured_policy_with_prometheus_unreachable_counts_the_declared_windows() -> None:
+    from credits import emails, services
+    from credits.models import CreditNotice
+
+    _incident(f"http://127.0.0.1:{free_port()}", "exact")
+    _customer("measured")
+    services.credits_compute(period="2026-10", now=NOW)
+    notice = CreditNotice.objects.select_related("customer", "policy").get()
+    assert (notice.downtime_source, notice.downtime_minutes, notice.measured_minutes) == (
+        "declared",
+        1091,  # 750 (region) + 341 (its zone)
+        None,
+    )
+    assert notice.measurement_note.startswith("source unavailable (Prometheus unreachable")
+    _subject, text, _html = emails.render_credit_notice(notice)
+    assert "the impact windows we declared (our monitoring had no data for this month)" in " ".join(
+        text.split()
+    )
