@@ -36,6 +36,7 @@ class Row:
     gaps: list[Interval] = field(default_factory=list)
     declared_minutes: Decimal = Decimal(0)
     measured_minutes: Decimal | None = None
+    request_uptime: Decimal | None = None  # request-weighted, over the span read
     problem: str = ""  # no source, or the source could not be read
 
 
@@ -98,6 +99,7 @@ def _row(windows: list[ImpactWindow], definition: sla_measured.Definition, now: 
     result = sla_measured.measured_downtime(samples, definition)
     row.measured = result.impacted
     row.measured_minutes = result.downtime_minutes
+    row.request_uptime = sla_measured.request_weighted_uptime(samples)
     row.gaps = list(result.gaps)
     row.agree = _intersect(declared, row.measured)
     row.undeclared = _minus(row.measured, declared)

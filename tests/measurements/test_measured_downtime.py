@@ -10,10 +10,13 @@ from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 
 from credits import reconcile, sla, sla_measured
 from incidents.intervals import Interval
-from incidents.models import ImpactWindow, Incident, Location
+from incidents.models import ImpactWindow, Incident, Location, Product
 from measurements.models import SliSource
 from tests.builders import make_incident, make_location, make_product
 from tests.measurements.prom import FIRST, SECOND, free_port, run_prometheus
@@ -117,9 +120,7 @@ def _customer(policy_source: str) -> None:
     builders.customer("Acme", policy=policy, products=[(region_product(), region)], monthly_bill=D(1000))
 
 
-def region_product() -> object:
-    from incidents.models import Product
-
+def region_product() -> Product:
     return Product.objects.get(name="Cloud Storage")
 
 
@@ -167,3 +168,19 @@ def test_a_measured_policy_with_prometheus_unreachable_counts_the_declared_windo
     assert "the impact windows we declared (our monitoring had no data for this month)" in " ".join(
         text.split()
     )
+
+
+@pytest.mark.django_db
+def test_the_reconciliation_page(prometheus_url: str, client: Client) -> None:
+    from tests.credits.conftest import finance_user
+
+    incident, _, _ = _incident(prometheus_url, "early")
+    url = reverse("console:incident_reconciliation", args=[incident.pk])
+    client.force_login(finance_user("fiona"))
+    page = client.get(url)
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Measured, not declared: suggested draft window" in body
+    assert "<strong>770 min</strong>" in body and "<strong>750 min</strong>" in body
+    client.force_login(User.objects.create_user("pat", is_staff=True))
+    assert client.get(url).status_code == 403
