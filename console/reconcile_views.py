@@ -39,7 +39,7 @@ def incident_reconciliation(request: HttpRequest, pk: int) -> HttpResponse:
     incident = get_object_or_404(Incident, pk=pk)
     rows = []
     for row in reconcile.incident_reconciliation(incident):
-        everything = [*row.declared, *row.measured, *row.gaps]
+        everything = [*row.declared, *row.measured, *row.gaps, *([row.span] if row.span else [])]
         lo, hi = min(iv.start for iv in everything), max(iv.end for iv in everything)
         rows.append(
             {

@@ -37,6 +37,7 @@ class Row:
     declared_minutes: Decimal = Decimal(0)
     measured_minutes: Decimal | None = None
     request_uptime: Decimal | None = None  # request-weighted, over the span read
+    span: Interval | None = None  # the stretch read from the source
     problem: str = ""  # no source, or the source could not be read
 
 
@@ -89,6 +90,7 @@ def _row(windows: list[ImpactWindow], definition: sla_measured.Definition, now: 
     step = definition.period_minutes
     start = _floor(declared[0].start - MARGIN, step)
     end = min(_floor(declared[-1].end + MARGIN, step) + timedelta(minutes=step), _floor(now, step))
+    row.span = Interval(start, end)
     try:
         points = measured_selectors.period_counts(source, start=start, end=end, minutes=step)
     except SourceUnavailable as exc:

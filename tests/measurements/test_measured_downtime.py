@@ -43,7 +43,14 @@ def _incident(base_url: str, variant: str) -> tuple[Incident, Location, Location
     gcs = make_product("Cloud Storage")
     region = make_location("us-central1")
     zone = make_location("us-central1-b", kind=Location.Kind.ZONE, parent=region)
-    incident = make_incident(product=gcs, location=region, start=FIRST[0], end=FIRST[1], level=PARTIAL)
+    incident = make_incident(
+        title="Cloud Storage elevated write latency and errors in us-central1",
+        product=gcs,
+        location=region,
+        start=FIRST[0],
+        end=FIRST[1],
+        level=PARTIAL,
+    )
     ImpactWindow.objects.create(
         incident=incident, product=gcs, location=zone, level=PARTIAL, started_at=SECOND[0], ended_at=SECOND[1]
     )
