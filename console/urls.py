@@ -3,6 +3,7 @@ from django.urls import path
 from console import (
     credit_views,
     edit_views,
+    reconcile_views,
     report_exports,
     report_views,
     review_views,
@@ -46,6 +47,11 @@ urlpatterns = [
     path("credits/send/", credit_views.credits_send, name="credits_send"),
     path("credits/export.csv", credit_views.credits_export, name="credits_export"),
     path("credits/<int:pk>/", credit_views.credit_notice, name="credit_notice"),
+    path(
+        "credits/reconcile/<int:pk>/",
+        reconcile_views.incident_reconciliation,
+        name="incident_reconciliation",
+    ),
     path("credits/<int:pk>/letter/", credit_views.credit_letter, name="credit_letter"),
     path("credits/<int:pk>/letter.html", credit_views.credit_letter_html, name="credit_letter_html"),
     path("credits/<int:pk>/cancel/", credit_views.credit_cancel, name="credit_cancel"),

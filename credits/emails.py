@@ -24,7 +24,7 @@ from django.utils.html import escape
 from django.utils.translation import gettext
 
 from core.i18n import display_date, display_datetime, month_label, number, percent
-from credits import selectors, sla
+from credits import selectors, sla, sla_measured
 from credits.models import CreditNotice
 from incidents.intervals import format_duration
 from incidents.models import Incident, IncidentReport
@@ -115,6 +115,20 @@ def _local(value: datetime | None, tz: ZoneInfo) -> str:
     return display_datetime(value, tz)
 
 
+def _counted_from(notice: CreditNotice, policy_source: str) -> str:
+    """Where the letter's downtime came from, said only under a policy that measures."""
+    if policy_source == sla_measured.SOURCE_DECLARED:
+        return ""
+    if notice.measured_minutes is None:
+        return gettext("the impact windows we declared (our monitoring had no data for this month)")
+    measured = _number(notice.measured_minutes)
+    if notice.downtime_source == sla_measured.SOURCE_MEASURED:
+        return gettext("our monitoring's error rates (%(minutes)s minutes measured)") % {"minutes": measured}
+    return gettext(
+        "the impact windows we declared, longer than the %(minutes)s minutes our monitoring measured"
+    ) % {"minutes": measured}
+
+
 def _number(value: Decimal) -> str:
     return number(value.normalize())
 
@@ -197,6 +211,7 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "target_percent": percent(policy.target.normalize()),
         "downtime": format_duration(timedelta(minutes=float(notice.downtime_minutes))),
         "downtime_minutes": _number(notice.downtime_minutes),
+        "downtime_counted_from": _counted_from(notice, policy.downtime_source),
         "incidents": incidents,
         "is_days": notice.unit == CreditNotice.Unit.DAYS,
         "days": days,
@@ -271,7 +286,7 @@ _NAME_MARK = "customer-name-5d2b8e41"
 # What a letter reads of each thing, as field names: the model paths below and the
 # approval's set-based load (credits.services) take the same values, so both build the
 # same letter key.
-POLICY_FIELDS = ("pk", "name", "time_zone", "target", "claim_window_days")
+POLICY_FIELDS = ("pk", "name", "time_zone", "target", "claim_window_days", "downtime_source")
 INCIDENT_FIELDS = (
     "pk",
     "title",
@@ -297,6 +312,7 @@ def letter_key(
     credit_amount: Decimal | None,
     downtime_minutes: Decimal,
     uptime_percent: Decimal,
+    measured: tuple[str, Decimal | None],
     claim_deadline: date | None,
     term_extended: bool,
     computed_at: datetime,
@@ -334,6 +350,7 @@ def letter_key(
         credit_amount,
         downtime_minutes,
         uptime_percent,
+        measured,
         claim_deadline,
         term_extended,
         computed_at if ongoing else None,
@@ -358,6 +375,7 @@ def notice_letter_key(notice: CreditNotice) -> tuple[Any, ...]:
         credit_amount=notice.credit_amount,
         downtime_minutes=notice.downtime_minutes,
         uptime_percent=notice.uptime_percent,
+        measured=(notice.downtime_source, notice.measured_minutes),
         claim_deadline=notice.claim_deadline,
         term_extended=notice.term_extended_at is not None,
         computed_at=notice.computed_at,

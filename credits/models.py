@@ -13,13 +13,19 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from credits import sla
+from credits import sla, sla_measured
 from incidents.models import ImpactLevel, Incident, Location, Product
 
 
 class CreditUnit(models.TextChoices):
     DAYS = sla.UNIT_DAYS, "Days of service added to the term"
     PERCENT = sla.UNIT_PERCENT, "Percent of the monthly bill"
+
+
+class DowntimeSource(models.TextChoices):
+    DECLARED = "declared", "Declared impact windows"
+    MEASURED = "measured", "Measured from the SLI source"
+    LARGER = "larger", "The larger of the two for the customer"
 
 
 class NoticeState(models.TextChoices):
@@ -73,6 +79,34 @@ class SLAPolicy(models.Model):
     claim_window_days = models.PositiveIntegerField(
         default=30, help_text="Days after the month ends within which the customer may claim."
     )
+    # Downtime from measurements (docs/adr/0030-credits-from-measurements.md).
+    downtime_source = models.CharField(
+        max_length=10, choices=DowntimeSource.choices, default=DowntimeSource.DECLARED
+    )
+    measured_period_minutes = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(60)], help_text="Length of a period."
+    )
+    measured_down_above = models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        default=Decimal(5),
+        validators=_PERCENT,
+        help_text="A period is down when its error rate is above this percent.",
+    )
+    measured_degraded_above = models.DecimalField(
+        max_digits=6,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=_PERCENT,
+        help_text="Optionally, degraded above this lower percent.",
+    )
+    measured_degraded_weight = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal(0), validators=_WEIGHT
+    )
+    measured_min_periods = models.PositiveSmallIntegerField(
+        default=1, help_text="Fewer consecutive impacted periods than this are not downtime."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -105,6 +139,15 @@ class SLAPolicy(models.Model):
             min_downtime_minutes=self.min_downtime_minutes,
             exclude_maintenance=self.exclude_maintenance,
             cap=self.cap,
+        )
+
+    def measured_definition(self) -> sla_measured.Definition:
+        return sla_measured.Definition(
+            down_above=self.measured_down_above,
+            period_minutes=self.measured_period_minutes,
+            degraded_above=self.measured_degraded_above,
+            degraded_weight=self.measured_degraded_weight,
+            min_consecutive=max(1, self.measured_min_periods),
         )
 
 
@@ -235,6 +278,15 @@ class CreditNotice(models.Model):
         null=True,
         blank=True,
         help_text="Money, for percent-of-bill credits.",
+    )
+    downtime_source = models.CharField(
+        max_length=10, default=DowntimeSource.DECLARED, help_text="Where the counted downtime came from."
+    )
+    measured_minutes = models.DecimalField(
+        max_digits=10, decimal_places=2, null=True, blank=True, help_text="Measured downtime, when measured."
+    )
+    measurement_note = models.CharField(
+        max_length=300, blank=True, help_text="Gaps or an unreachable source."
     )
     incidents = models.ManyToManyField(Incident, blank=True, related_name="credit_notices")
     claim_deadline = models.DateField()

@@ -51,6 +51,7 @@ ROOMS = [
     "credits",
     "subscriptions",
     "alerts",
+    "measurements",
     "incidents",
     "outbox",
     "edge",

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core import roles
-from credits import selectors, sla
+from credits import measured, selectors, sla, sla_measured
 from credits.models import AuditAction, CreditAuditEntry, CreditNotice, Customer, NoticeState, SLAPolicy
 from credits.services._common import Progress, chunks
 from credits.services.audit import audit_record
@@ -128,6 +128,10 @@ class _Measure:
     # (policy, set of windows) and is reused.
     results: dict[tuple[int, frozenset[int]], sla.SlaResult] = field(default_factory=dict)
     owed: dict[tuple[int, int], sla.SlaResult] = field(default_factory=dict)
+    # For policies counting measured downtime: (source, measured minutes, note) by
+    # (customer, policy), and the month's Prometheus reads, shared.
+    sources: dict[tuple[int, int], tuple[str, Decimal | None, str]] = field(default_factory=dict)
+    measurer: measured.MonthMeasurer | None = None
 
     @classmethod
     def load(cls, period: sla.Period, now: datetime) -> _Measure | None:
@@ -144,6 +148,7 @@ class _Measure:
 
     def customer(self, customer_id: int, rows: Iterable[selectors.EntitlementRow]) -> None:
         """Measure one customer under each of its policies; keep what is owed."""
+        rows = list(rows)
         for policy_id, ids in self._windows_by_policy(rows).items():
             key = (policy_id, frozenset(ids))
             result = self.results.get(key)
@@ -152,8 +157,37 @@ class _Measure:
                 result = self.results[key] = sla.compute(
                     outages, self.pure[policy_id], self.period, now=self.now
                 )
+            if self.policies[policy_id].downtime_source != sla_measured.SOURCE_DECLARED:
+                result = self._sourced(customer_id, policy_id, ids, rows, result)
             if result.owed:
                 self.owed[(customer_id, policy_id)] = result
+
+    def _sourced(
+        self,
+        customer_id: int,
+        policy_id: int,
+        ids: set[int],
+        rows: list[selectors.EntitlementRow],
+        result: sla.SlaResult,
+    ) -> sla.SlaResult:
+        """The result under a policy counting measured downtime (or the larger of the
+        two); gaps in the measurement are filled with the declared windows."""
+        policy, pure = self.policies[policy_id], self.pure[policy_id]
+        self.measurer = self.measurer or measured.MonthMeasurer(self.period, self.now, self.relatives)
+        keys = sorted({(r.product_id, r.location_id) for r in rows if r.policy_id == policy_id}, key=str)
+        reading, note = self.measurer.entitlements(keys, policy.measured_definition(), policy.time_zone)
+        start, end = self.period.bounds(policy.time_zone)
+        sourced = sla_measured.sourced_downtime(
+            [w.outage for w in self.windows if w.id in ids],
+            reading,
+            pure,
+            source=policy.downtime_source,
+            start=start,
+            end=end,
+            now=self.now,
+        )
+        self.sources[(customer_id, policy_id)] = (sourced.source, sourced.measured_minutes, note)
+        return measured.with_source(result, sourced, pure)
 
     def _windows_by_policy(self, rows: Iterable[selectors.EntitlementRow]) -> dict[int, set[int]]:
         per_policy: dict[int, set[int]] = {}
@@ -167,8 +201,16 @@ class _Measure:
         return per_policy
 
     def store(self, summary: ComputeSummary) -> None:
-        _store(self.owed, period=self.period, policies=self.policies, summary=summary, now=self.now)
+        _store(
+            self.owed,
+            period=self.period,
+            policies=self.policies,
+            summary=summary,
+            now=self.now,
+            sources=self.sources,
+        )
         self.owed.clear()
+        self.sources.clear()
 
 
 def _measure_all(
@@ -216,6 +258,9 @@ _COMPARED = (
     "unit",
     "credit_amount",
     "claim_deadline",
+    "downtime_source",
+    "measured_minutes",
+    "measurement_note",
 )
 
 _Pending = list[tuple[CreditNotice, tuple[int, ...]]]  # a notice and the incidents it names
@@ -229,10 +274,19 @@ def _claim_deadline(period: sla.Period, policy: SLAPolicy) -> date:
 
 
 def _notice_values(
-    *, result: sla.SlaResult, policy: SLAPolicy, customer_bill: Decimal | None, period: sla.Period
+    *,
+    result: sla.SlaResult,
+    policy: SLAPolicy,
+    customer_bill: Decimal | None,
+    period: sla.Period,
+    source: tuple[str, Decimal | None, str] | None = None,
 ) -> dict[str, Any]:
     start, end = period.bounds(policy.time_zone)
+    name, measured_minutes, note = source or (sla_measured.SOURCE_DECLARED, None, "")
     return {
+        "downtime_source": name,
+        "measured_minutes": None if measured_minutes is None else measured_minutes.quantize(Decimal("0.01")),
+        "measurement_note": note[:300],
         "period_start": start,
         "period_end": end,
         "period_minutes": result.period_minutes.quantize(Decimal("0.01")),
@@ -252,6 +306,7 @@ def _store(
     policies: dict[int, SLAPolicy],
     summary: ComputeSummary,
     now: datetime,
+    sources: dict[tuple[int, int], tuple[str, Decimal | None, str]],
 ) -> None:
     """Write one batch of owed results: create, refresh computed ones, keep the rest."""
     if not owed:
@@ -268,7 +323,11 @@ def _store(
     to_update: _Pending = []
     for (customer_id, policy_id), result in owed.items():
         values = _notice_values(
-            result=result, policy=policies[policy_id], customer_bill=bills.get(customer_id), period=period
+            result=result,
+            policy=policies[policy_id],
+            customer_bill=bills.get(customer_id),
+            period=period,
+            source=sources.get((customer_id, policy_id)),
         )
         notice = existing.get((customer_id, policy_id))
         if notice is None:

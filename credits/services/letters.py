@@ -29,6 +29,8 @@ class NoticeRow(NamedTuple):
     credit_amount: Decimal | None
     downtime_minutes: Decimal
     uptime_percent: Decimal
+    downtime_source: str
+    measured_minutes: Decimal | None
     term_extended_at: datetime | None
     computed_at: datetime
     message_id: int | None
@@ -41,7 +43,7 @@ class NoticeRow(NamedTuple):
 
 
 _ROW_COLUMNS = (
-    *NoticeRow._fields[:13],
+    *NoticeRow._fields[:15],
     "customer__name",
     "customer__billing_emails",
     "customer__language",
@@ -172,6 +174,7 @@ def _key(n: NoticeRow, chunk: Chunk, policy: tuple[Any, ...], deadline: date) ->
         credit_amount=n.credit_amount,
         downtime_minutes=n.downtime_minutes,
         uptime_percent=n.uptime_percent,
+        measured=(n.downtime_source, n.measured_minutes),
         claim_deadline=deadline,
         term_extended=n.term_extended_at is not None,
         computed_at=n.computed_at,

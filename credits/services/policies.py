@@ -59,6 +59,8 @@ def policy_create(
     claim_window_days: int = 30,
     description: str = "",
     weights: dict[str, Decimal] | None = None,
+    downtime_source: str = "declared",
+    measured_down_above: Decimal = Decimal(5),
     actor: AbstractBaseUser | None = None,
 ) -> SLAPolicy:
     """A policy and its tiers ((below, credit) pairs)."""
@@ -73,6 +75,8 @@ def policy_create(
         min_downtime_minutes=min_downtime_minutes,
         exclude_maintenance=exclude_maintenance,
         claim_window_days=claim_window_days,
+        downtime_source=downtime_source,
+        measured_down_above=Decimal(measured_down_above),
     )
     for level, weight in (weights or {}).items():
         setattr(policy, f"weight_{level}", Decimal(weight))

@@ -355,7 +355,7 @@ def test_a_letter_key_counts_only_the_products_under_the_notices_policy() -> Non
         customer_policy_id: int, entitlements: list[tuple[int, int | None, int | None]]
     ) -> tuple[object, ...]:
         return emails.letter_key(
-            policy=(7, "Workspace", "UTC", D("99.9"), 30),
+            policy=(7, "Workspace", "UTC", D("99.9"), 30, "declared"),
             language="en",
             term_end_date=None,
             currency="USD",
@@ -366,6 +366,7 @@ def test_a_letter_key_counts_only_the_products_under_the_notices_policy() -> Non
             credit_amount=None,
             downtime_minutes=D(90),
             uptime_percent=D("99.79"),
+            measured=("declared", None),
             claim_deadline=None,
             term_extended=False,
             computed_at=datetime(2009, 10, 1, tzinfo=UTC),
