@@ -35,7 +35,11 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432/soak_run")
+    parser.add_argument(
+        "--pg",
+        default="private",
+        help="'private' (a PostgreSQL of its own, which faults may crash) or postgres://user@host:port/db",
+    )
     parser.add_argument("--readers", type=int, default=4, help="reader threads")
     parser.add_argument("--rate", type=float, default=8.0, help="public reads per second, all readers")
     parser.add_argument("--subscribers", type=int, default=10)
@@ -95,9 +99,12 @@ def drive(stack: Stack, world: World, args: argparse.Namespace, history: History
 
 def drain(stack: Stack, world: World, history: History, seconds: float) -> dict[str, Any]:
     """Heal everything, write once more (a probe incident), wait until the outbox is empty."""
+    from django.db import connections
+
     from outbox.models import OutboundMessage
 
     stack.heal_all()
+    connections.close_all()  # the driver's own connection may predate a database crash
     stack.wait_ready()
     healed = history.now()
     periodic_log = stack.procs["worker-periodic"].log_path

@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from bench.soak.fakes import SmtpSink, WebhookReceiver
+from bench.soak.pg import PrivatePostgres
 from tests.faults import FaultProxy, ThrowawayRedis, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -143,7 +144,9 @@ class Stack:
         self.work = work
         self.logs = work / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.pg = pg_parts(pg_url)
+        # "private": a PostgreSQL of the run's own, which the faults may crash and restart.
+        self.private_pg = PrivatePostgres() if pg_url == "private" else None
+        self.pg = pg_parts(self.private_pg.url if self.private_pg else pg_url)
         self.proxy = FaultProxy((self.pg["host"], int(self.pg["port"])))
         self.redis = ThrowawayRedis()
         self.smtp = SmtpSink()
@@ -214,6 +217,8 @@ class Stack:
     def heal_all(self) -> None:
         """Every fault lifted, every process running: what the end of the run checks from."""
         self.proxy.heal()
+        if self.private_pg is not None and not self.private_pg.running:
+            self.private_pg.start()
         self.smtp.set_mode("ok")
         self.webhooks.mode = "ok"
         if self.redis.proc.poll() is None:
@@ -235,3 +240,5 @@ class Stack:
         self.proxy.close()
         self.smtp.close()
         self.webhooks.close()
+        if self.private_pg is not None:
+            self.private_pg.close()
