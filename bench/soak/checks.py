@@ -31,6 +31,15 @@ def _hard_killed(message_ids: list[int]) -> set[int]:
     )
 
 
+def _mark(row: dict[str, Any]) -> str:
+    """How the outbox shows a message that may have gone out twice."""
+    if row["state"] == "review":
+        return "in review"
+    if row["ambiguous_count"]:
+        return "sent, the lost reply recorded (ambiguous_count)"
+    return "sent, after a worker died before the mark (unmarked)"
+
+
 def delivered_once(channel: str, copies: Counter[str]) -> Result:
     """Every message of `channel` delivered exactly once, or (ambiguous only) at most
     twice; nothing delivered that the outbox does not know; nothing left unfinished."""
@@ -54,8 +63,7 @@ def delivered_once(channel: str, copies: Counter[str]) -> Result:
         elif (r["state"] == "sent" and n == 1) or (r["state"] in ("failed", "cancelled") and n == 0):
             figures["exactly once (or never, when failed)"] += 1
         elif n == 2 and (r["state"] == "review" or r["id"] in ambiguous or r["ambiguous_count"]):
-            figures["two copies after an ambiguous outcome"] += 1
-            figures["  of which marked for review"] += r["state"] == "review"
+            figures[f"two copies after an ambiguous outcome: {_mark(r)}"] += 1
         elif r["state"] == "review" and n <= 2:
             figures["in review, one copy or none"] += 1
         else:
