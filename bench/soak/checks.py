@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from bench.soak.load import RANKS, History
@@ -31,7 +32,7 @@ def _hard_killed(message_ids: list[int]) -> set[int]:
     )
 
 
-def _mark(row: dict[str, Any]) -> str:
+def _mark(row: Mapping[str, Any]) -> str:
     """How the outbox shows a message that may have gone out twice."""
     if row["state"] == "review":
         return "in review"
