@@ -185,6 +185,10 @@ def print_report(rep: dict[str, Any]) -> None:
     ]
     print(f"{len(injected)} faults:\n  " + "\n  ".join(injected))
     print(f"restarts: {rep['restarts']}")
+    runs = [
+        f"{c['op']} {c['period']}: exit {c['code']} after {c['attempts']} tries" for c in rep["credits runs"]
+    ]
+    print("credit runs: " + "; ".join(runs))
     for name, result in rep["invariants"].items():
         mark = "FAIL" if result["violations"] else "ok"
         print(f"[{mark:4}] {name}: {json.dumps(result['figures'])}")
