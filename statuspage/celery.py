@@ -16,7 +16,7 @@ app.autodiscover_tasks()
 
 
 @task_prerun.connect
-def drop_broken_connections(**_kwargs: Any) -> None:
+def drop_broken_connections(task: Any = None, **_kwargs: Any) -> None:
     """Before each task, close a database connection that failed and no longer answers.
 
     CELERY_DB_REUSE_MAX keeps connections across tasks, and Celery's fixup checks them
@@ -27,6 +27,9 @@ def drop_broken_connections(**_kwargs: Any) -> None:
     """
     from django.db import connections
 
+    # An eager task runs inside its caller (a request, a test), maybe in its transaction.
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
     for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and conn.errors_occurred:
+        if conn.connection is not None and conn.errors_occurred and not conn.in_atomic_block:
             conn.close_if_unusable_or_obsolete()
