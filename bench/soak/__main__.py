@@ -220,6 +220,7 @@ def main() -> None:
         stack.close()
     path = args.report or ROOT / "var" / "soak" / f"report-{args.seed}.json"
     path.write_text(json.dumps(rep, indent=1, default=str))
+    path.with_name(f"history-{args.seed}.json").write_text(json.dumps(history.ops, default=str))
     print_report(rep)
     print(f"report: {path}")
     sys.exit(0 if rep["passed"] else 1)

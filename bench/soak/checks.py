@@ -102,11 +102,13 @@ def idempotent_writes(history: History) -> Result:
 
 
 def windows_disjoint() -> Result:
+    """Within an incident, the windows of one product and location never overlap (two
+    incidents may: uptime merges them, DESIGN.md)."""
     from incidents.models import ImpactWindow
 
-    by_place: dict[tuple[int, int | None], list[ImpactWindow]] = defaultdict(list)
+    by_place: dict[tuple[int, int, int | None], list[ImpactWindow]] = defaultdict(list)
     for w in ImpactWindow.objects.order_by("started_at", "id"):
-        by_place[(w.product_id, w.location_id)].append(w)
+        by_place[(w.incident_id, w.product_id, w.location_id)].append(w)
     violations = []
     for place, windows in by_place.items():
         for before, after in itertools.pairwise(windows):
@@ -184,7 +186,9 @@ def page_fresh(history: History, *, bound: float) -> Result:
                 old = RANKS.get(shown, -1) < rank or (rank == RANKS["resolved"] and not newer)
             if old:
                 lags.append(r["t0"] - acked)
-                violations.append(f"at {r['t0']}s incident {incident} shown {shown}, acknowledged {acked}s")
+                violations.append(
+                    f"at {r['t0']}s incident {incident} shown {shown}, acknowledged {acked}s (X-Cache {r.get('cache', '')})"
+                )
     figures = {
         "unmarked answers checked": checked,
         "stale bound s": bound,
