@@ -51,6 +51,17 @@ def test_an_incident_missing_from_the_summary_is_stale_unless_being_resolved() -
     assert not checks.page_fresh(resolving, bound=15)["violations"]
 
 
+def test_a_write_applied_twice_or_left_in_progress_is_a_violation() -> None:
+    answered = _write("C", "investigating", 0, 1)
+    assert checks.write_violation(answered, 1) == ""
+    assert "applied 2 times" in checks.write_violation(answered, 2)
+    assert "applied 0 times" in checks.write_violation(answered, 0)
+    # Defect 2 of the soak (bench/README.md): a claim that outlived its request.
+    stuck = {**answered, "code": 409, "attempts": 60}
+    assert "stayed in progress" in checks.write_violation(stuck, 0)
+    assert checks.write_violation({**answered, "code": 0}, 0) == ""
+
+
 def test_the_page_must_answer_200_to_999_in_1000() -> None:
     reads = [
         {"kind": "read", "path": "/", "t0": 0, "t1": 0, "status": 200, "stale": n % 2 == 0}

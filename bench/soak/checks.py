@@ -77,6 +77,16 @@ def delivered_once(channel: str, copies: Counter[str]) -> Result:
     return {"figures": dict(figures), "violations": violations}
 
 
+def write_violation(write: Mapping[str, Any], applied: int) -> str:
+    """What is wrong with one retried write applied `applied` times, or ""."""
+    said = f"{write['op']} {write['key']} answered {write['code']} after {write['attempts']} tries"
+    if applied > 1 or (write["code"] in (200, 201) and applied != 1):
+        return f"{said}, applied {applied} times"
+    if write["code"] == 409:  # still "in progress" after three minutes of retries
+        return f"{said}: its key stayed in progress"
+    return ""
+
+
 def idempotent_writes(history: History) -> Result:
     """Each write (one Idempotency-Key, retried) applied once if answered 2xx, at most once
     otherwise: its timeline entry carries the write's unique text."""
@@ -86,13 +96,7 @@ def idempotent_writes(history: History) -> Result:
     applied = Counter(
         IncidentUpdate.objects.filter(body__in=[w["token"] for w in writes]).values_list("body", flat=True)
     )
-    violations = []
-    for w in writes:
-        n = applied[w["token"]]
-        if n > 1 or (w["code"] in (200, 201) and n != 1):
-            violations.append(
-                f"{w['op']} {w['key']} answered {w['code']} after {w['attempts']} tries, applied {n} times"
-            )
+    violations = [v for w in writes if (v := write_violation(w, applied[w["token"]]))]
     retried = sum(1 for w in writes if w["attempts"] > 1)
     answered = Counter(str(w["code"]) for w in writes)
     return {
