@@ -8,7 +8,10 @@ the first is still running gets a 409 and may retry.
 
 The record is claimed before the handler runs (unique per user and key in the
 database), stored after a 2xx, and released after any other outcome so the client can
-correct the request and retry with the same key. Records expire after
+correct the request and retry with the same key. The handler's writes and the stored
+response commit in one transaction; a claim with no response older than
+`services.IDEMPOTENCY_ABANDONED_AFTER` (its request died: the chaos soak left one behind a
+PostgreSQL crash, answering 409 for hours) is taken over by the next retry. Records expire after
 `API_IDEMPOTENCY_TTL_HOURS` and are swept by `api.tasks.sweep_idempotency_records`.
 """
 
@@ -20,6 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
 from rest_framework import status
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -84,19 +88,25 @@ def run(request: Request, handler: Callable[..., Response], *args: Any, **kwargs
         replay[REPLAY_HEADER] = "true"
         return replay
     try:
-        response = handler(request, *args, **kwargs)
+        # The write and its stored answer commit together: a claim left without an
+        # answer (the process died, the database went away) then means nothing was
+        # applied, and idempotency_claim lets a retry take it over once abandoned.
+        with transaction.atomic():
+            response = handler(request, *args, **kwargs)
+            if 200 <= response.status_code < 300:
+                # Stored as the JSON the client received (Decimals, dates and lazy
+                # strings already rendered), so the replay is byte-for-byte the same body.
+                services.idempotency_store(
+                    record=record,
+                    status_code=response.status_code,
+                    body=json.loads(JSONRenderer().render(response.data))
+                    if response.data is not None
+                    else None,
+                    location=response.headers.get("Location", ""),
+                )
     except BaseException:
         services.idempotency_release(record=record)
         raise
-    if 200 <= response.status_code < 300:
-        # Stored as the JSON the client received (Decimals, dates and lazy strings
-        # already rendered), so the replay is byte-for-byte the same body.
-        services.idempotency_store(
-            record=record,
-            status_code=response.status_code,
-            body=json.loads(JSONRenderer().render(response.data)) if response.data is not None else None,
-            location=response.headers.get("Location", ""),
-        )
-    else:
+    if not 200 <= response.status_code < 300:
         services.idempotency_release(record=record)
     return response

@@ -111,6 +111,9 @@ def api_key_touch(*, key: ApiKey, now: datetime | None = None) -> None:
 # --- Idempotency ------------------------------------------------------------------------------
 
 
+IDEMPOTENCY_ABANDONED_AFTER = timedelta(minutes=2)
+
+
 def idempotency_ttl() -> timedelta:
     return timedelta(hours=settings.API_IDEMPOTENCY_TTL_HOURS)
 
@@ -121,8 +124,14 @@ def idempotency_claim(
 ) -> tuple[IdempotencyRecord, bool]:
     """The record for this key, and whether this request is the first (claimed it)."""
     now = now or timezone.now()
-    # An expired record is as good as absent: remove it so the key can be reused.
+    # An expired record is as good as absent: remove it so the key can be reused. So is a
+    # claim with no answer past any request's lifetime (the gunicorn watchdog ends a
+    # request at 30 s): its request died, and since the answer commits with the write
+    # (api.idempotency.run), nothing of it was applied.
     IdempotencyRecord.objects.filter(user=user, key=key, expires_at__lte=now).delete()
+    IdempotencyRecord.objects.filter(
+        user=user, key=key, status_code__isnull=True, created_at__lte=now - IDEMPOTENCY_ABANDONED_AFTER
+    ).delete()
     record, created = IdempotencyRecord.objects.get_or_create(
         user=user,
         key=key,

@@ -57,6 +57,7 @@ FRAMEWORK_PARAMETERS = (
     _.view_kwargs,
     _.model_admin,  # admin list filters: lookups() and queryset()
     _.app_configs,  # Django system checks
+    _.drop_broken_connections,  # a Celery task_prerun handler (statuspage/celery.py)
     _.signum,  # signal.signal handlers
     _.frame,
     _.hints,  # Django database routers

@@ -384,6 +384,29 @@ def test_a_key_still_in_flight_is_a_409(alice: User, world: World) -> None:
     assert not Incident.objects.filter(title="x").exists()
 
 
+def test_a_claim_whose_request_died_is_taken_over_by_a_retry(alice: User, world: World) -> None:
+    """Found by the chaos soak (bench/soak, seed 2): a PostgreSQL crash during a request
+    left its claim with no answer, and every retry with the key got 409 for hours. The
+    write and its answer commit together, so an unanswered claim past any request's
+    lifetime applied nothing: the retry runs it, once."""
+    api = bearer(key_for(alice))
+    body = json.dumps({"title": "Died mid-request"}).encode()
+    digest = hashlib.sha256(b"POST" + b"\0/api/v1/incidents/\0" + body).hexdigest()
+    then = timezone.now() - timedelta(minutes=3)
+    IdempotencyRecord.objects.create(
+        user=alice, key="orphan", fingerprint=digest, created_at=then, expires_at=then + timedelta(hours=24)
+    )
+    first = send(
+        api, "post", "/api/v1/incidents/", {"title": "Died mid-request"}, **{"Idempotency-Key": "orphan"}
+    )
+    assert first.status_code == 201
+    again = send(
+        api, "post", "/api/v1/incidents/", {"title": "Died mid-request"}, **{"Idempotency-Key": "orphan"}
+    )
+    assert again.status_code == 201 and again["Idempotent-Replayed"] == "true"
+    assert Incident.objects.filter(title="Died mid-request").count() == 1
+
+
 def test_a_read_key_reads_staff_resources_but_cannot_write_them(alice: User, world: World) -> None:
     api = bearer(key_for(alice, "read"))
     assert api.get("/api/v1/action-items/").status_code == 200

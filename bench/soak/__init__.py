@@ -1,0 +1,1 @@
+"""The chaos soak (issue 37): `python -m bench.soak --help`."""
