@@ -23,7 +23,9 @@ TTL_SECONDS = 30
 
 def _key(page: Page, variant: str) -> str:
     words = cache.get(WORDS_VERSION_KEY, 0)
-    return f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{public_state_version()}:{variant}"
+    return (
+        f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{public_state_version()}:{variant}"
+    )
 
 
 def cached(*, page: Page, variant: str, build: Callable[[], bytes]) -> bytes:

@@ -59,7 +59,10 @@ def page_readable(*, page: Page, user: Any, customer_id: int | None, key: str | 
     its customers, or the holder of one of its live keys."""
     if page.visibility == Page.Visibility.PUBLIC or _is_staff(user):
         return True
-    if key and PageKey.objects.filter(page=page, digest=PageKey.digest_of(key), revoked_at__isnull=True).exists():
+    if (
+        key
+        and PageKey.objects.filter(page=page, digest=PageKey.digest_of(key), revoked_at__isnull=True).exists()
+    ):
         return True
     if page.visibility == Page.Visibility.AUDIENCE and customer_id is not None:
         return page.customers.filter(pk=customer_id).exists()
@@ -99,9 +102,7 @@ def _location_ids(locations: Iterable[Location]) -> set[int] | None:
     return ids
 
 
-def page_windows(
-    *, page: Page, products: list[Product], locations: list[Location]
-) -> QuerySet[ImpactWindow]:
+def page_windows(*, page: Page, products: list[Product], locations: list[Location]) -> QuerySet[ImpactWindow]:
     """Counted windows (published incidents) on the page's products, in its locations."""
     windows = windows_counted().filter(product__in=[p.pk for p in products])
     ids = _location_ids(locations)

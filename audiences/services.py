@@ -37,7 +37,13 @@ def _changed() -> None:
 
 
 def _validate(
-    *, slug: str, host: str, visibility: str, products: list[Product], customers: list[Customer], page: Page | None
+    *,
+    slug: str,
+    host: str,
+    visibility: str,
+    products: list[Product],
+    customers: list[Customer],
+    page: Page | None,
 ) -> None:
     errors: dict[str, str] = {}
     if slug in RESERVED_SLUGS:
@@ -105,7 +111,10 @@ def page_key_create(*, actor: Any, page: Page, label: str) -> tuple[PageKey, str
     roles.check(actor, "page.manage")
     secret = "pk_" + secrets.token_urlsafe(24)
     key = PageKey.objects.create(
-        page=page, label=clean_single_line(label, field="label", max_length=100), digest=PageKey.digest_of(secret), created_by=actor
+        page=page,
+        label=clean_single_line(label, field="label", max_length=100),
+        digest=PageKey.digest_of(secret),
+        created_by=actor,
     )
     return key, secret
 

@@ -3,6 +3,7 @@ from django.urls import path
 from console import (
     credit_views,
     edit_views,
+    page_views,
     report_exports,
     report_views,
     review_views,
@@ -49,5 +50,11 @@ urlpatterns = [
     path("credits/<int:pk>/letter/", credit_views.credit_letter, name="credit_letter"),
     path("credits/<int:pk>/letter.html", credit_views.credit_letter_html, name="credit_letter_html"),
     path("credits/<int:pk>/cancel/", credit_views.credit_cancel, name="credit_cancel"),
+    path("pages/", page_views.pages, name="pages"),
+    path("pages/new/", page_views.page_edit, name="page_new"),
+    path("pages/<int:pk>/", page_views.page_edit, name="page_edit"),
+    path("pages/<int:pk>/delete/", page_views.page_delete, name="page_delete"),
+    path("pages/<int:pk>/keys/", page_views.page_key_new, name="page_key_new"),
+    path("pages/<int:pk>/keys/<int:key_id>/revoke/", page_views.page_key_revoke, name="page_key_revoke"),
     path("customers/<int:pk>/statement/", credit_views.customer_statement, name="customer_statement"),
 ]

@@ -6,63 +6,135 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('credits', '0005_audit_sent_once'),
-        ('incidents', '0012_report_review'),
+        ("credits", "0005_audit_sent_once"),
+        ("incidents", "0012_report_review"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Page',
+            name="Page",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(help_text='Served at /p/<slug>/.', max_length=60, unique=True)),
-                ('host', models.CharField(blank=True, help_text='Optional host name serving this page at its root.', max_length=253)),
-                ('title', models.CharField(max_length=120)),
-                ('intro', models.TextField(blank=True, help_text='Shown under the title (Markdown).')),
-                ('visibility', models.CharField(choices=[('public', 'Public'), ('internal', 'Internal (signed-in staff)'), ('audience', 'Audience (named customers)')], default='internal', max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('customers', models.ManyToManyField(blank=True, related_name='+', to='credits.customer')),
-                ('locations', models.ManyToManyField(blank=True, help_text='Empty: every location of the products.', related_name='+', to='incidents.location')),
-                ('products', models.ManyToManyField(blank=True, related_name='+', to='incidents.product')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(help_text="Served at /p/<slug>/.", max_length=60, unique=True)),
+                (
+                    "host",
+                    models.CharField(
+                        blank=True,
+                        help_text="Optional host name serving this page at its root.",
+                        max_length=253,
+                    ),
+                ),
+                ("title", models.CharField(max_length=120)),
+                ("intro", models.TextField(blank=True, help_text="Shown under the title (Markdown).")),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[
+                            ("public", "Public"),
+                            ("internal", "Internal (signed-in staff)"),
+                            ("audience", "Audience (named customers)"),
+                        ],
+                        default="internal",
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("customers", models.ManyToManyField(blank=True, related_name="+", to="credits.customer")),
+                (
+                    "locations",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Empty: every location of the products.",
+                        related_name="+",
+                        to="incidents.location",
+                    ),
+                ),
+                ("products", models.ManyToManyField(blank=True, related_name="+", to="incidents.product")),
             ],
             options={
-                'ordering': ['title', 'id'],
+                "ordering": ["title", "id"],
             },
         ),
         migrations.CreateModel(
-            name='PageKey',
+            name="PageKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(max_length=100)),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('page', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='keys', to='audiences.page')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(max_length=100)),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "page",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="keys", to="audiences.page"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='UpdateWords',
+            name="UpdateWords",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('audience_message', models.TextField(blank=True, help_text='Audience pages only (Markdown).')),
-                ('internal_note', models.TextField(blank=True, help_text='Internal pages and staff only (Markdown).')),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('update', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='audience_words', to='incidents.incidentupdate')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "audience_message",
+                    models.TextField(blank=True, help_text="Audience pages only (Markdown)."),
+                ),
+                (
+                    "internal_note",
+                    models.TextField(blank=True, help_text="Internal pages and staff only (Markdown)."),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "update",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="audience_words",
+                        to="incidents.incidentupdate",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='page',
-            constraint=models.CheckConstraint(condition=models.Q(('visibility__in', ['public', 'internal', 'audience'])), name='page_visibility_valid'),
+            model_name="page",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("visibility__in", ["public", "internal", "audience"])),
+                name="page_visibility_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='page',
-            constraint=models.UniqueConstraint(condition=models.Q(('host', ''), _negated=True), fields=('host',), name='page_host_unique'),
+            model_name="page",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("host", ""), _negated=True), fields=("host",), name="page_host_unique"
+            ),
         ),
     ]

@@ -69,8 +69,12 @@ def world(db: None) -> World:
             start=utc(2026, 11, 22, 8),
             end=utc(2026, 11, 22, 9),
         ),
-        storage_customer=credit_services.customer_create(name="Tailspin", billing_emails=["ap@tailspin.example"]),
-        gmail_customer=credit_services.customer_create(name="Northwind", billing_emails=["ap@northwind.example"]),
+        storage_customer=credit_services.customer_create(
+            name="Tailspin", billing_emails=["ap@tailspin.example"]
+        ),
+        gmail_customer=credit_services.customer_create(
+            name="Northwind", billing_emails=["ap@northwind.example"]
+        ),
     )
 
 

@@ -32,7 +32,13 @@ EXTRA_URLS = [
 COMPARED_HEADERS = ("Content-Type", "ETag", "Last-Modified", "Cache-Control", "Vary", "Content-Length")
 # A form's CSRF token is new on every response, private pages or not.
 CSRF_TOKEN = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"')
-PRIVATE_WORDS = ("Secret internal page", "Tailspin private page", "Dear Tailspin", "Shard seven", "Pager duty")
+PRIVATE_WORDS = (
+    "Secret internal page",
+    "Tailspin private page",
+    "Dear Tailspin",
+    "Shard seven",
+    "Pager duty",
+)
 
 
 def _fresh() -> None:
@@ -70,7 +76,9 @@ def test_it_answers_anonymous_the_same_bytes_with_or_without_private_things(
         services.update_words_set(
             actor=None, update=update, audience_message="Dear Tailspin", internal_note="Shard seven"
         )
-        IncidentNote.objects.create(incident=world.gmail_incident, body="Pager duty", at=utc(2026, 11, 20, 10, 5))
+        IncidentNote.objects.create(
+            incident=world.gmail_incident, body="Pager duty", at=utc(2026, 11, 20, 10, 5)
+        )
     after = _snapshot(world)
     assert before.keys() == after.keys()
     for url in before:

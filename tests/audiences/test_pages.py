@@ -39,10 +39,14 @@ def test_it_answers_anonymous_with_the_404_of_a_missing_page(pages: Pages) -> No
 
 
 @freeze_time(NOW)
-def test_it_shows_staff_the_internal_page_with_its_notes(staff_client: Client, world: World, pages: Pages) -> None:
+def test_it_shows_staff_the_internal_page_with_its_notes(
+    staff_client: Client, world: World, pages: Pages
+) -> None:
     update = world.storage_incident.updates.order_by("display_at").first()
     assert update is not None
-    services.update_words_set(actor=None, update=update, audience_message="Dear customer", internal_note="Shard 7")
+    services.update_words_set(
+        actor=None, update=update, audience_message="Dear customer", internal_note="Shard 7"
+    )
     response = staff_client.get("/p/internal/")
     body = response.content.decode()
     assert response.status_code == 200
@@ -57,7 +61,9 @@ def test_it_shows_staff_the_internal_page_with_its_notes(staff_client: Client, w
 def test_it_shows_a_customer_only_their_products_locations_and_words(world: World, pages: Pages) -> None:
     update = world.storage_incident.updates.order_by("display_at").first()
     assert update is not None
-    services.update_words_set(actor=None, update=update, audience_message="Dear customer", internal_note="Shard 7")
+    services.update_words_set(
+        actor=None, update=update, audience_message="Dear customer", internal_note="Shard 7"
+    )
     client = customer_client(world.storage_customer)
     response = client.get("/p/tailspin/")
     body = response.content.decode()
@@ -83,7 +89,9 @@ def test_it_shows_the_gmail_customer_no_storage_incident(world: World, pages: Pa
 
 
 @freeze_time(NOW)
-def test_it_serves_a_private_pages_json_to_a_key_until_it_is_revoked(world: World, pages: Pages, alice) -> None:  # type: ignore[no-untyped-def]
+def test_it_serves_a_private_pages_json_to_a_key_until_it_is_revoked(
+    world: World, pages: Pages, alice
+) -> None:  # type: ignore[no-untyped-def]
     key, secret = services.page_key_create(actor=alice, page=pages.storage, label="Tailspin monitoring")
     client = Client()
     response = client.get(f"/p/tailspin/api/v2/summary.json?key={secret}")
@@ -116,7 +124,11 @@ def test_it_refuses_bad_pages_and_changes_nothing(world: World, pages: Pages) ->
 
 def test_it_serves_a_public_page_to_everyone_without_private_caching(world: World) -> None:
     services.page_save(
-        actor=None, slug="workspace", title="Workspace", visibility=Page.Visibility.PUBLIC, products=[world.gmail]
+        actor=None,
+        slug="workspace",
+        title="Workspace",
+        visibility=Page.Visibility.PUBLIC,
+        products=[world.gmail],
     )
     response = Client().get("/p/workspace/")
     assert response.status_code == 200
@@ -138,7 +150,9 @@ def test_it_shows_a_change_of_words_on_the_next_request(
     assert b"Shard 9" not in staff_client.get("/p/internal/").content
 
 
-def test_it_keeps_a_page_open_to_staff_for_ninety_days(staff_client: Client, world: World, pages: Pages) -> None:
+def test_it_keeps_a_page_open_to_staff_for_ninety_days(
+    staff_client: Client, world: World, pages: Pages
+) -> None:
     with freeze_time(world.gmail_incident.started_at + timedelta(days=91)):
         body = staff_client.get("/p/internal/").content.decode()
     assert "Gmail delays" not in body
