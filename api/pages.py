@@ -23,9 +23,9 @@ from incidents.models import Location, Product
 
 
 class PageSerializer(serializers.ModelSerializer):
-    products = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
-    locations = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
-    customers = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    products: serializers.Field = serializers.SlugRelatedField(slug_field="slug", many=True, read_only=True)
+    locations: serializers.Field = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+    customers: serializers.Field = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
 
     class Meta:
         model = Page

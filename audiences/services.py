@@ -46,11 +46,12 @@ def _validate(
     page: Page | None,
 ) -> None:
     errors: dict[str, str] = {}
+    others = Page.objects.exclude(pk=page.pk) if page is not None else Page.objects.all()
     if slug in RESERVED_SLUGS:
         errors["slug"] = f"“{slug}” is reserved."
-    elif Page.objects.filter(slug=slug).exclude(pk=page.pk if page else None).exists():
+    elif others.filter(slug=slug).exists():
         errors["slug"] = "Another page has this slug."
-    if host and Page.objects.filter(host=host).exclude(pk=page.pk if page else None).exists():
+    if host and others.filter(host=host).exists():
         errors["host"] = "Another page has this host name."
     if visibility not in Page.Visibility.values:
         errors["visibility"] = "Choose public, internal or audience."

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
-from django.test import Client
+from django.test import Client, TestCase
 
-from audiences.models import Page, PageKey
+from audiences.models import Page, PageKey, UpdateWords
+from incidents import services
+from incidents.models import ImpactWindow, Incident
 from tests.api.keys import key_for
-from tests.audiences.conftest import Pages, World
+from tests.audiences.conftest import Pages, World, customer_client
+from tests.builders import utc
 
 
 def test_it_creates_and_edits_a_page_in_the_console(staff_client: Client, world: World) -> None:
@@ -66,3 +69,52 @@ def test_it_creates_changes_and_deletes_a_page_through_the_api(alice, world: Wor
     assert client.delete("/api/v1/pages/gmail-fans/").status_code == 204
     assert not Page.objects.exists()
     assert Client().get("/api/v1/pages/").status_code in (401, 403)
+
+
+def test_it_posts_an_update_with_words_for_each_audience(
+    staff_client: Client, world: World, pages: Pages
+) -> None:
+    incident = services.incident_open(
+        title="Storage errors again",
+        impact=Incident.Impact.MINOR,
+        started_at=utc(2026, 11, 30, 18, 0),
+        body="Investigating.",
+        windows=[
+            services.WindowSpec(
+                product=world.storage,
+                location=world.us_central1,
+                level=ImpactWindow.Level.DEGRADED_PERFORMANCE,
+                started_at=utc(2026, 11, 30, 18),
+            )
+        ],
+    )
+    url = f"/manage/incidents/{incident.public_id}/update/"
+    form = staff_client.get(url).content.decode()
+    # The form names the pages that will show the update, and not the Gmail customer's.
+    assert "Tailspin private page" in form and "Secret internal page" in form
+    assert "Northwind private page" not in form
+    data = {
+        "kind": "public",
+        "status": "identified",
+        "body": "Found it.",
+        "display_at": "2026-11-30T10:20",
+        f"level_{world.storage.pk}_{world.us_central1.pk}": ImpactWindow.Level.DEGRADED_PERFORMANCE,
+        "impact": "",
+        "notify": "",
+        "audience_message": "Your buckets are safe.",
+        "internal_note": "Rollback of build 42.",
+    }
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = staff_client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    words = UpdateWords.objects.get(update__incident=incident)
+    assert (words.audience_message, words.internal_note) == (
+        "Your buckets are safe.",
+        "Rollback of build 42.",
+    )
+    customer = customer_client(world.storage_customer).get("/p/tailspin/").content.decode()
+    assert "Your buckets are safe." in customer and "Rollback of build 42." not in customer
+    internal = staff_client.get("/p/internal/").content.decode()
+    assert "Rollback of build 42." in internal and "Your buckets are safe." not in internal
+    public = Client().get(f"/incidents/{incident.public_id}/").content.decode()
+    assert "Found it." in public and "Your buckets" not in public and "build 42" not in public
