@@ -33,7 +33,6 @@ class PageSerializer(serializers.ModelSerializer):
             "slug",
             "title",
             "intro",
-            "host",
             "visibility",
             "products",
             "locations",
@@ -50,7 +49,6 @@ class PageWriteSerializer(s.StrictSerializer):
     slug = serializers.SlugField(max_length=60)
     title = s.single_line(max_length=120)
     intro = s.text(required=False, help_text="Shown under the title (Markdown).")
-    host = serializers.CharField(max_length=253, required=False, allow_blank=True)
     visibility = serializers.ChoiceField(choices=Page.Visibility.choices)
     products = serializers.SlugRelatedField(
         slug_field="slug", many=True, required=False, queryset=Product.objects.all()
@@ -62,7 +60,7 @@ class PageWriteSerializer(s.StrictSerializer):
 
 
 PAGE_SLUG = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The page's slug.")
-FIELDS = ("slug", "title", "intro", "host", "visibility")
+FIELDS = ("slug", "title", "intro", "visibility")
 
 
 @extend_schema_view(

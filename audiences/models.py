@@ -24,9 +24,6 @@ class Page(models.Model):
         AUDIENCE = "audience", "Audience (named customers)"
 
     slug = models.SlugField(max_length=60, unique=True, help_text="Served at /p/<slug>/.")
-    host = models.CharField(
-        max_length=253, blank=True, help_text="Optional host name serving this page at its root."
-    )
     title = models.CharField(max_length=120)
     intro = models.TextField(blank=True, help_text="Shown under the title (Markdown).")
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.INTERNAL)
@@ -44,7 +41,6 @@ class Page(models.Model):
             models.CheckConstraint(
                 condition=Q(visibility__in=["public", "internal", "audience"]), name="page_visibility_valid"
             ),
-            models.UniqueConstraint(fields=["host"], condition=~Q(host=""), name="page_host_unique"),
         ]
 
     def __str__(self) -> str:

@@ -77,12 +77,6 @@ def page_get_for_reader(*, slug: str, user: Any, customer_id: int | None, key: s
     return page
 
 
-def page_slug_for_host(host: str) -> str | None:
-    if not host:
-        return None
-    return Page.objects.filter(host=host.lower().split(":")[0]).values_list("slug", flat=True).first()
-
-
 def pages_all() -> QuerySet[Page]:
     return Page.objects.prefetch_related("products", "locations", "customers").order_by("title", "id")
 

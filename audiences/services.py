@@ -39,7 +39,6 @@ def _changed() -> None:
 def _validate(
     *,
     slug: str,
-    host: str,
     visibility: str,
     products: list[Product],
     customers: list[Customer],
@@ -51,8 +50,6 @@ def _validate(
         errors["slug"] = f"“{slug}” is reserved."
     elif others.filter(slug=slug).exists():
         errors["slug"] = "Another page has this slug."
-    if host and others.filter(host=host).exists():
-        errors["host"] = "Another page has this host name."
     if visibility not in Page.Visibility.values:
         errors["visibility"] = "Choose public, internal or audience."
     elif visibility == Page.Visibility.PUBLIC and any(not p.is_public for p in products):
@@ -71,7 +68,6 @@ def page_save(
     slug: str,
     title: str,
     intro: str = "",
-    host: str = "",
     visibility: str,
     products: Iterable[Product] = (),
     locations: Iterable[Location] = (),
@@ -80,16 +76,12 @@ def page_save(
     """Create (`page=None`) or replace a page and what it shows."""
     roles.check(actor, "page.manage")
     product_list, customer_list = list(products), list(customers)
-    host = host.strip().lower()
-    _validate(
-        slug=slug, host=host, visibility=visibility, products=product_list, customers=customer_list, page=page
-    )
+    _validate(slug=slug, visibility=visibility, products=product_list, customers=customer_list, page=page)
     with transaction.atomic():
         target = page or Page()
         target.slug = slug
         target.title = clean_single_line(title, field="title", max_length=120)
         target.intro = clean_text(intro, field="intro", max_length=5000)
-        target.host = host
         target.visibility = visibility
         target.full_clean(exclude=["products", "locations", "customers"])
         target.save()

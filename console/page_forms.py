@@ -13,9 +13,6 @@ class PageForm(forms.Form):
     title = forms.CharField(max_length=120)
     slug = forms.SlugField(max_length=60, help_text="The page is served at /p/<slug>/.")
     visibility = forms.ChoiceField(choices=Page.Visibility.choices, widget=forms.RadioSelect)
-    host = forms.CharField(
-        max_length=253, required=False, help_text="Optional: a host name of its own (also in ALLOWED_HOSTS)."
-    )
     intro = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -45,7 +42,6 @@ class PageForm(forms.Form):
             "title": page.title,
             "slug": page.slug,
             "visibility": page.visibility,
-            "host": page.host,
             "intro": page.intro,
             "products": list(page.products.all()),
             "locations": list(page.locations.all()),
