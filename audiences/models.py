@@ -51,6 +51,10 @@ class Page(models.Model):
         return self.visibility != self.Visibility.PUBLIC
 
 
+# The choices by a name the API schema can import (statuspage.api_schema).
+PageVisibility = Page.Visibility
+
+
 class PageKey(models.Model):
     """A secret that reads one private page's JSON without signing in (a subscriber's
     feed reader, a customer's monitoring). Only its SHA-256 is stored."""
