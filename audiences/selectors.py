@@ -18,7 +18,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
 from audiences.models import Page, PageKey, UpdateWords
-from incidents.models import ImpactWindow, Incident, IncidentUpdate, Location, Product
+from incidents.models import ImpactWindow, Incident, IncidentStatus, IncidentUpdate, Location, Product
 from incidents.selectors import (
     OPERATIONAL,
     PRODUCT_STATUS_LABELS,
@@ -38,6 +38,8 @@ SESSION_EMAIL = "portal_contact_email"
 # How far back a page lists incidents.
 RECENT_DAYS = 90
 RECENT_LIMIT = 25
+# How far ahead a page lists planned maintenance.
+MAINTENANCE_AHEAD = timedelta(days=14)
 NOT_FOUND = "No such page."
 
 
@@ -133,6 +135,11 @@ class IncidentEntry:
     def ongoing(self) -> bool:
         return self.incident.resolved_at is None and self.incident.status not in Incident.CLOSED_STATUSES
 
+    @property
+    def planned(self) -> bool:
+        """Maintenance that has not begun."""
+        return self.incident.status == IncidentStatus.SCHEDULED
+
 
 @dataclass(frozen=True)
 class PageView:
@@ -141,6 +148,7 @@ class PageView:
     products: tuple[ProductRow, ...]
     locations: tuple[Location, ...]
     active: tuple[IncidentEntry, ...]
+    planned: tuple[IncidentEntry, ...]
     recent: tuple[IncidentEntry, ...]
 
 
@@ -187,18 +195,18 @@ def page_view(*, page: Page, now: datetime) -> PageView:
         windows_overlapping(
             page_windows(page=page, products=products, locations=locations),
             since=now - timedelta(days=RECENT_DAYS),
-            until=now,
+            until=now + MAINTENANCE_AHEAD,
         )
         .select_related("product", "location")
         .order_by("started_at", "id")
     )
     levels: dict[int, str] = {}
     for w in windows:
-        if w.ended_at is None or w.ended_at > now:
+        if w.started_at <= now and (w.ended_at is None or w.ended_at > now):
             levels[w.product_id] = worst_level([levels.get(w.product_id, OPERATIONAL), w.level])
     rows = tuple(ProductRow(p, levels.get(p.pk, OPERATIONAL)) for p in products)
     entries = _entries(page, windows, now=now)
-    active = tuple(e for e in entries if e.ongoing)
+    active = tuple(e for e in entries if e.ongoing and not e.planned)
     unresolved = [e.incident.impact for e in active if e.incident.kind == Incident.Kind.INCIDENT]
     return PageView(
         page=page,
@@ -206,6 +214,7 @@ def page_view(*, page: Page, now: datetime) -> PageView:
         products=rows,
         locations=tuple(locations),
         active=active,
+        planned=tuple(e for e in entries if e.planned),
         recent=tuple(e for e in entries if not e.ongoing),
     )
 

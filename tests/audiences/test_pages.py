@@ -8,11 +8,16 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
+from django.utils import timezone
 from freezegun import freeze_time
 
 from audiences import services
 from audiences.models import Page
+from audiences.selectors import page_view
+from incidents import services as incident_services
+from incidents.models import ImpactWindow, Incident
 from tests.audiences.conftest import Pages, World, customer_client
+from tests.builders import make_incident, utc
 
 NOW = "2026-12-01T12:00:00Z"
 HEADERS_THAT_DIFFER = {"X-Request-ID"}
@@ -156,3 +161,52 @@ def test_it_keeps_a_page_open_to_staff_for_ninety_days(
     with freeze_time(world.gmail_incident.started_at + timedelta(days=91)):
         body = staff_client.get("/p/internal/").content.decode()
     assert "Gmail delays" not in body
+
+
+@freeze_time(NOW)
+def test_it_lists_planned_maintenance_apart_and_keeps_products_operational(
+    world: World, pages: Pages
+) -> None:
+    start, end = utc(2026, 12, 3, 8), utc(2026, 12, 3, 10)
+    incident_services.incident_open(
+        title="Storage maintenance in us-central1",
+        kind=Incident.Kind.MAINTENANCE,
+        status=Incident.Status.SCHEDULED,
+        impact=Incident.Impact.NONE,
+        body="Planned work.",
+        started_at=start,
+        scheduled_for=start,
+        scheduled_until=end,
+        windows=[
+            incident_services.WindowSpec(
+                product=world.storage,
+                location=world.us_central1,
+                level=ImpactWindow.Level.UNDER_MAINTENANCE,
+                started_at=start,
+                ended_at=end,
+            )
+        ],
+    )
+    view = page_view(page=pages.storage, now=timezone.now())
+    assert [e.incident.title for e in view.planned] == ["Storage maintenance in us-central1"]
+    assert not view.active and [r.level for r in view.products] == ["operational"]
+    body = customer_client(world.storage_customer).get("/p/tailspin/").content.decode()
+    assert "Scheduled maintenance" in body and "Storage maintenance in us-central1" in body
+
+
+@freeze_time(NOW)
+def test_it_builds_a_page_in_a_fixed_number_of_queries(
+    world: World, pages: Pages, django_assert_max_num_queries
+) -> None:  # type: ignore[no-untyped-def]
+    with django_assert_max_num_queries(8):
+        page_view(page=pages.internal, now=timezone.now())
+    for day in range(1, 6):
+        make_incident(
+            title=f"Gmail blip {day}",
+            product=world.gmail,
+            start=utc(2026, 11, day, 10),
+            end=utc(2026, 11, day, 11),
+        )
+    with django_assert_max_num_queries(8):
+        view = page_view(page=pages.internal, now=timezone.now())
+    assert len(view.recent) == 8
