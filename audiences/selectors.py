@@ -219,6 +219,21 @@ def page_view(*, page: Page, now: datetime) -> PageView:
     )
 
 
+def page_incident(*, page: Page, public_id: str, now: datetime) -> IncidentEntry:
+    """One incident as the page shows it: a published one with a window on the page's
+    products in its locations, whenever it happened; anything else is the page's 404."""
+    products = list(page.products.all())
+    windows = list(
+        page_windows(page=page, products=products, locations=list(page.locations.all()))
+        .filter(incident__public_id=public_id)
+        .select_related("product", "location")
+        .order_by("started_at", "id")
+    )
+    if not windows:
+        raise Http404(NOT_FOUND)
+    return _entries(page, windows, now=now)[0]
+
+
 def pages_showing_update(*, incident: Incident) -> list[Page]:
     """The audience pages an incident's updates show on (the console's update form says so)."""
     pages = []

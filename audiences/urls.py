@@ -11,6 +11,7 @@ app_name = "audiences"
 
 urlpatterns: list[URLPattern] = [
     path("p/<slug:slug>/", views.page_detail, name="page"),
+    path("p/<slug:slug>/incidents/<str:public_id>/", views.incident_detail, name="incident"),
 ]
 
 json_urlpatterns: list[URLPattern] = [

@@ -19,7 +19,7 @@ from django.utils.translation import get_language
 from audiences import cache as page_cache
 from audiences import v2
 from audiences.models import Page
-from audiences.selectors import page_get_for_reader, page_view, signed_in_customer_id
+from audiences.selectors import page_get_for_reader, page_incident, page_view, signed_in_customer_id
 from core.timezones import in_display_zone
 
 PRIVATE_CACHE_CONTROL = "private, no-cache"
@@ -53,6 +53,20 @@ def page_detail(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "audiences/page.html", {"view": view, "page": view.page}).content
 
     body = page_cache.cached(page=page, variant=f"html:{get_language()}:{request.path}", build=build)
+    return _finish(HttpResponse(body, content_type="text/html; charset=utf-8"), page)
+
+
+@in_display_zone
+def incident_detail(request: HttpRequest, slug: str, public_id: str) -> HttpResponse:
+    page = _gate(request, slug)
+
+    def build() -> bytes:
+        entry = page_incident(page=page, public_id=public_id, now=timezone.now())
+        return render(request, "audiences/incident.html", {"page": page, "entry": entry}).content
+
+    body = page_cache.cached(
+        page=page, variant=f"incident:{public_id}:{get_language()}:{request.path}", build=build
+    )
     return _finish(HttpResponse(body, content_type="text/html; charset=utf-8"), page)
 
 

@@ -210,3 +210,19 @@ def test_it_builds_a_page_in_a_fixed_number_of_queries(
     with django_assert_max_num_queries(8):
         view = page_view(page=pages.internal, now=timezone.now())
     assert len(view.recent) == 8
+
+
+@freeze_time(NOW)
+def test_it_shows_one_incident_of_a_page_and_nothing_else(world: World, pages: Pages) -> None:
+    client = customer_client(world.storage_customer)
+    url = f"/p/tailspin/incidents/{world.storage_incident.public_id}/"
+    response = client.get(url)
+    assert response.status_code == 200 and response["Cache-Control"] == "private, no-cache"
+    assert "Cloud Storage write errors" in response.content.decode()
+    assert f'href="{url}"'.encode() in client.get("/p/tailspin/").content
+    # An incident that does not touch the page, and anyone not a reader, get the 404.
+    assert client.get(f"/p/tailspin/incidents/{world.europe_incident.public_id}/").status_code == 404
+    assert client.get(f"/p/tailspin/incidents/{world.gmail_incident.public_id}/").status_code == 404
+    anonymous = Client().get(url)
+    assert anonymous.status_code == 404 and b"Cloud Storage write errors" not in anonymous.content
+    assert anonymous.content == Client().get("/p/no-such-page/").content
