@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from django.conf import settings
+
 from audiences import services
 from audiences.models import Page, UpdateWords
 from credits.models import Customer
@@ -103,8 +105,9 @@ def sign_in_hint() -> str:
     """What `make run` prints about the demo pages."""
     if not Page.objects.exists():
         return ""
+    site = settings.SITE_URL
     return (
-        "Audience pages: /p/internal/ (sign in as staff at /admin/login/), "
-        "/p/tailspin-toys/ (Tailspin Toys contacts) and /p/northwind-traders/ (Northwind "
-        "Traders contacts) through /portal/login/."
+        f"Audience pages: {site}/p/internal/ (sign in as staff at {site}/admin/login/), "
+        f"{site}/p/tailspin-toys/ (Tailspin Toys contacts) and {site}/p/northwind-traders/ "
+        f"(Northwind Traders contacts), contacts signing in at {site}/portal/login/."
     )
