@@ -10,6 +10,7 @@ from api import (
     credits,
     customers,
     incidents,
+    pages,
     postmortems,
     sla_policies,
     subscribers,
@@ -35,6 +36,7 @@ def build_router() -> V1Router:
     # --- Issue 31, catalogue and incident parts (products/locations write in api/products.py)
     router.register("product-groups", catalogue.ProductGroupViewSet, basename="product-group")
     router.register("templates", templates.TemplateViewSet, basename="template")
+    router.register("pages", pages.PageViewSet, basename="page")
     # --- end catalogue
     # --- Issue 31, administration: customers, SLA policies, alert integrations and rules ---
     router.register("customers", customers.CustomerViewSet, basename="customer")

@@ -64,6 +64,18 @@ class UpdateForm(forms.Form):
         max_length=5000,
         help_text="Internal level changes only. Plain text, shown to staff on the incident page, never public.",
     )
+    audience_message = forms.CharField(
+        label="Audience message",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="Optional, Markdown: shown under the public message on customer pages only.",
+    )
+    internal_note = forms.CharField(
+        label="Internal note",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        required=False,
+        help_text="Optional, Markdown: shown under the public message on internal pages only.",
+    )
     display_at = zoned_datetime_field(
         "Time of the update", help_text="Empty: now. Level changes take effect at this time."
     )

@@ -16,6 +16,8 @@ from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 
+from audiences import services as audience_services
+from audiences.selectors import pages_showing_update
 from console import selectors
 from console.forms import level_field_name
 from console.models import MessageTemplate
@@ -66,6 +68,7 @@ def update(request: HttpRequest, public_id: str) -> HttpResponse:
             "resolving": resolving,
             "preview": preview,
             "templates": _templates(MessageTemplate.Kind.UPDATE),
+            "audience_pages": pages_showing_update(incident=incident),
         },
     )
 
@@ -117,6 +120,13 @@ def _save(request: HttpRequest, incident: Incident, form: UpdateForm) -> str | N
             display_at=data["display_at"],
             notify=bool(data["notify"]),
         )
+        if data["audience_message"] or data["internal_note"]:
+            audience_services.update_words_set(
+                actor=_user(request),
+                update=posted,
+                audience_message=data["audience_message"],
+                internal_note=data["internal_note"],
+            )
     except ValidationError as exc:
         _put_errors(form, exc)
         if form.closing and "levels" in getattr(exc, "error_dict", {}):

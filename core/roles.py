@@ -32,6 +32,7 @@ ACTIONS: dict[str, str] = {
     "webhook.manage": "manage subscriber webhooks",
     "subscriber.manage": "manage subscribers",
     "apikey.manage": "create and revoke API keys",
+    "page.manage": "manage the internal and customer status pages and their keys",
     "users.manage": "manage users and roles",
 }
 

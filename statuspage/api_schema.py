@@ -61,4 +61,5 @@ ENUM_NAME_OVERRIDES = {
     "IntegrationKindEnum": "alerts.models.IntegrationKind",
     "SubscriberKindEnum": "subscriptions.models.SubscriberKind",  # issue 31: subscribers API
     "IncidentLinkKindEnum": "postmortems.models.LinkKind",  # issue 32: api/postmortems.py
+    "PageVisibilityEnum": "audiences.models.PageVisibility",  # issue 33: api/pages.py
 }

@@ -47,6 +47,7 @@ ROOMS = [
     "api",
     "ops",
     "insights",
+    "audiences",
     "postmortems",
     "credits",
     "subscriptions",

@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("public_site.feed_urls")),
     path("", include("subscriptions.extra_urls")),
     path("language/<str:code>/", languages.switch_language, name="switch-language"),
+    path("", include("audiences.json_urls")),
 ]
 # The public pages: English at the bare paths (every existing link keeps working), the
 # other languages under their prefix (/fr/). edge.i18n.PathLanguageMiddleware activates
@@ -31,6 +32,7 @@ urlpatterns = [
 urlpatterns += i18n_patterns(
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
+    path("", include("audiences.urls")),
     prefix_default_language=False,
 )
 

@@ -205,8 +205,24 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
         body["confirmation"] = confirm.send_plan(ids=[]).token
     if path.endswith("/subscribers/"):
         _realistic_subscriber(body, live)
+    if path.startswith("/api/v1/pages/"):
+        _realistic_page(body, live)
     if "/templates/" in path and body.get("kind") == "incident" and not str(body.get("title", "")).strip():
         body["title"] = "Templated incident"  # the schema says it in words: incident templates need one
+
+
+def _realistic_page(body: dict[str, Any], live: dict[str, list[Any]]) -> None:
+    """Issue 33: a page's slug is free (and not a reserved word), a public page lists
+    public products only, only an audience page names customers, and the lists name
+    things that exist."""
+    if "slug" in body:
+        body["slug"] = f"fuzz-{next(_KEYS)}"
+    if "products" in body:
+        body["products"] = live["products"][:2]  # the public ones
+    if "locations" in body:
+        body["locations"] = live["locations"][:1]
+    if "customers" in body:
+        body["customers"] = []
 
 
 # Issue 31 (subscribers): what a subscriber's create needs besides its schema: an address

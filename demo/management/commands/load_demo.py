@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from demo import alerts as alerts_demo
+from demo import audiences as audiences_demo
 from demo import credits as credits_demo
 from demo import incidents as demo
 from demo import postmortem_follow
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         alerts = alerts_demo.load(stdout=self.stdout)
         timeline = timeline_demo.load(stdout=self.stdout)
         follow = postmortem_follow.load(stdout=self.stdout)
+        pages = audiences_demo.load(stdout=self.stdout)
         others = (
             credits.policies_created,
             credits.customers_created,
@@ -38,6 +40,7 @@ class Command(BaseCommand):
             timeline.entries_created,
             timeline.links_created,
             follow.items_retold or follow.items_created,
+            pages.pages_created,
         )
         if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(
@@ -48,3 +51,6 @@ class Command(BaseCommand):
         hint = alerts_demo.test_alert_hint()
         if hint:
             self.stdout.write(hint)
+        pages_hint = audiences_demo.sign_in_hint()
+        if pages_hint:
+            self.stdout.write(pages_hint)
