@@ -38,6 +38,9 @@ run: $(VENV)/.installed-dev
 	@echo "    admin         Administrator     everything, including users and roles"
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
 	@echo "  Emails are written to var/mail/ (their links start with $(SITE_URL))"
+	@echo "  Customer portal: http://$(HOST):$(PORT)/portal/  sign in with a one-time link, mailed to var/mail/:"
+	@echo "    ops@tailspin.example   Tailspin Toys      Cloud Storage in us-central1"
+	@echo "    it@northwind.example   Northwind Traders  Gmail"
 	@echo ""
 	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a
 	@# process next to the server, since the embedded mode has no Celery beat.

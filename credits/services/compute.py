@@ -156,15 +156,7 @@ class _Measure:
                 self.owed[(customer_id, policy_id)] = result
 
     def _windows_by_policy(self, rows: Iterable[selectors.EntitlementRow]) -> dict[int, set[int]]:
-        per_policy: dict[int, set[int]] = {}
-        for row in rows:
-            if row.policy_id is None:
-                continue
-            ids = per_policy.setdefault(row.policy_id, set())
-            for window in self.by_product.get(row.product_id, ()):
-                if selectors.window_affects(window, location_id=row.location_id, relatives=self.relatives):
-                    ids.add(window.id)
-        return per_policy
+        return selectors.windows_by_policy(rows, by_product=self.by_product, relatives=self.relatives)
 
     def store(self, summary: ComputeSummary) -> None:
         _store(self.owed, period=self.period, policies=self.policies, summary=summary, now=self.now)
