@@ -172,7 +172,9 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
     for window in windows:
         by_product[window.product_id].append(window)
     measures = []
-    for policy_id, ids in windows_by_policy(rows, by_product=by_product, relatives=location_relatives()).items():
+    for policy_id, ids in windows_by_policy(
+        rows, by_product=by_product, relatives=location_relatives()
+    ).items():
         if policy_id not in policies:
             continue
         policy = policies[policy_id]
@@ -413,7 +415,9 @@ def _customer_rows(customer: Any, windows: QuerySet[Any]) -> Iterator[tuple[Wind
         "id", "product_id", "location_id", "level", "started_at", "ended_at", "incident_id"
     ):
         wid, product_id, location_id, level, started, ended, incident_id = row
-        window = WindowRow(wid, product_id, location_id, sla.Outage(started, ended, level, incident_id=incident_id))
+        window = WindowRow(
+            wid, product_id, location_id, sla.Outage(started, ended, level, incident_id=incident_id)
+        )
         if any(
             p == product_id and window_affects(window, location_id=loc, relatives=relatives)
             for p, loc in entitlements

@@ -28,7 +28,9 @@ class PortalAccess(models.Model):
                 name="portalaccess_domain_xor_email",
             ),
             # One customer per domain and per address: an address signs in to one portal.
-            models.UniqueConstraint(fields=["domain"], condition=~Q(domain=""), name="portalaccess_domain_once"),
+            models.UniqueConstraint(
+                fields=["domain"], condition=~Q(domain=""), name="portalaccess_domain_once"
+            ),
             models.UniqueConstraint(fields=["email"], condition=~Q(email=""), name="portalaccess_email_once"),
         ]
 

@@ -30,7 +30,9 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def access(request: HttpRequest) -> HttpResponse:
     if not roles.allowed(request.user, "portal.access"):
-        return _no_store(_refused(request, f"Your role does not allow you to {roles.ACTIONS['portal.access']}."))
+        return _no_store(
+            _refused(request, f"Your role does not allow you to {roles.ACTIONS['portal.access']}.")
+        )
     form = AccessForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

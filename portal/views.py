@@ -45,7 +45,9 @@ def contact_required(view: View) -> View:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        customer = selectors.signed_in_customer(request.session.get(CUSTOMER_KEY), request.session.get(EMAIL_KEY))
+        customer = selectors.signed_in_customer(
+            request.session.get(CUSTOMER_KEY), request.session.get(EMAIL_KEY)
+        )
         if customer is None:
             login = reverse("portal:login")
             return _private(HttpResponseRedirect(f"{login}?next={request.get_full_path()}"))

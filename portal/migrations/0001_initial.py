@@ -5,44 +5,84 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('credits', '0005_audit_sent_once'),
+        ("credits", "0005_audit_sent_once"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PortalAccess',
+            name="PortalAccess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('domain', models.CharField(blank=True, help_text='e.g. tailspin.example', max_length=253)),
-                ('email', models.EmailField(blank=True, help_text='One named contact.', max_length=254)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='portal_access', to='credits.customer')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("domain", models.CharField(blank=True, help_text="e.g. tailspin.example", max_length=253)),
+                ("email", models.EmailField(blank=True, help_text="One named contact.", max_length=254)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="portal_access",
+                        to="credits.customer",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'portal access',
-                'verbose_name_plural': 'portal access',
-                'ordering': ['customer', 'domain', 'email'],
-                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('domain', ''), models.Q(('email', ''), _negated=True)), models.Q(models.Q(('domain', ''), _negated=True), ('email', '')), _connector='OR'), name='portalaccess_domain_xor_email'), models.UniqueConstraint(condition=models.Q(('domain', ''), _negated=True), fields=('domain',), name='portalaccess_domain_once'), models.UniqueConstraint(condition=models.Q(('email', ''), _negated=True), fields=('email',), name='portalaccess_email_once')],
+                "verbose_name": "portal access",
+                "verbose_name_plural": "portal access",
+                "ordering": ["customer", "domain", "email"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("domain", ""), models.Q(("email", ""), _negated=True)),
+                            models.Q(models.Q(("domain", ""), _negated=True), ("email", "")),
+                            _connector="OR",
+                        ),
+                        name="portalaccess_domain_xor_email",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("domain", ""), _negated=True),
+                        fields=("domain",),
+                        name="portalaccess_domain_once",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("email", ""), _negated=True),
+                        fields=("email",),
+                        name="portalaccess_email_once",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='SignInLink',
+            name="SignInLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('email', models.EmailField(max_length=254)),
-                ('nonce_hash', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField()),
-                ('used_at', models.DateTimeField(blank=True, null=True)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='credits.customer')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("email", models.EmailField(max_length=254)),
+                ("nonce_hash", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField()),
+                ("used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="credits.customer"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['expires_at'], name='signinlink_expires')],
+                "ordering": ["-created_at"],
+                "indexes": [models.Index(fields=["expires_at"], name="signinlink_expires")],
             },
         ),
     ]

@@ -32,7 +32,10 @@ def test_a_contact_signs_in_with_the_emailed_link_once(client: Client, demo: Non
 
     assert client.post(path)["Location"] == "/portal/"
     assert client.session["portal_contact_email"] == TAILSPIN
-    assert client.session["portal_customer_id"] == PortalAccess.objects.get(domain="tailspin.example").customer_id
+    assert (
+        client.session["portal_customer_id"]
+        == PortalAccess.objects.get(domain="tailspin.example").customer_id
+    )
     assert "Tailspin Toys" in client.get("/portal/").content.decode()
 
     # Single use, even from another browser.
