@@ -9,7 +9,7 @@ from portal import views
 app_name = "portal"
 
 urlpatterns: list[URLPattern] = [
-    path("portal/", views.index, name="index"),
+    path("portal/", views.index, name="home"),
     path("portal/login/", views.login, name="login"),
     path("portal/logout/", views.logout, name="logout"),
     path("portal/signin/<str:token>/", views.redeem, name="redeem"),

@@ -37,7 +37,7 @@ def _private(response: HttpResponse) -> HttpResponse:
 def _safe_next(request: HttpRequest, value: str) -> str:
     if value and url_has_allowed_host_and_scheme(value, allowed_hosts={request.get_host()}):
         return value
-    return reverse("portal:index")
+    return reverse("portal:home")
 
 
 def contact_required(view: View) -> View:
