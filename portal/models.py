@@ -55,3 +55,28 @@ class SignInLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} {self.created_at:%Y-%m-%d %H:%M}"
+
+
+class OidcProvider(models.Model):
+    """A customer's own OpenID Connect provider: its contacts whose address is @`domain`
+    sign in there instead of by email link. Endpoints come from the issuer's discovery
+    document when it is added."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="oidc_providers")
+    domain = models.CharField(max_length=253, unique=True, help_text="e.g. tailspin.example")
+    issuer = models.URLField(max_length=500)
+    authorization_endpoint = models.URLField(max_length=500)
+    token_endpoint = models.URLField(max_length=500)
+    userinfo_endpoint = models.URLField(max_length=500)
+    jwks_uri = models.URLField(max_length=500)
+    client_id = models.CharField(max_length=255)
+    client_secret = models.CharField(max_length=500)
+    sign_algo = models.CharField(max_length=10, default="RS256")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["customer", "domain"]
+        verbose_name = "OpenID Connect provider"
+
+    def __str__(self) -> str:
+        return f"{self.issuer} for @{self.domain}"

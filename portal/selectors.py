@@ -15,7 +15,7 @@ from credits import sla
 from credits.models import CreditNotice, Customer, CustomerEntitlement
 from incidents.models import Incident
 from incidents.selectors import PRODUCT_STATUS_LABELS
-from portal.models import PortalAccess
+from portal.models import OidcProvider, PortalAccess
 
 # How far back the portal lists incidents and maintenance.
 HISTORY_DAYS = 183
@@ -37,7 +37,19 @@ def customer_for_email(email: str) -> Customer | None:
         .order_by("domain")  # a named contact ("" domain) before a domain rule
         .first()
     )
-    return access.customer if access else None
+    if access is not None:
+        return access.customer
+    provider = oidc_provider_for_email(email)
+    return provider.customer if provider is not None else None
+
+
+def oidc_provider_for_email(email: str) -> OidcProvider | None:
+    """The customer's own OpenID Connect provider for the address's domain, if any."""
+    email = normalized(email)
+    if "@" not in email:
+        return None
+    domain = email.rsplit("@", 1)[1]
+    return OidcProvider.objects.filter(domain__iexact=domain).select_related("customer").first()
 
 
 def signed_in_customer(customer_id: object, email: object) -> Customer | None:
@@ -135,3 +147,7 @@ def overview(customer: Customer, *, now: datetime) -> Overview:
         uptime=uptime_for(customer, this, now=now) + uptime_for(customer, last, now=now),
         notices=list(credit_selectors.customer_notices(customer)),
     )
+
+
+def oidc_providers() -> QuerySet[OidcProvider]:
+    return OidcProvider.objects.select_related("customer").order_by("customer__name", "domain")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import requests
 from django.conf import settings
 from django.core import signing
 from django.core.exceptions import ValidationError
@@ -28,7 +29,7 @@ from core import roles
 from credits.models import Customer
 from outbox.services import email_enqueue
 from portal import selectors
-from portal.models import PortalAccess, SignInLink
+from portal.models import OidcProvider, PortalAccess, SignInLink
 
 SALT = "portal.signin"
 PURPOSE = "portal.signin"
@@ -138,3 +139,42 @@ def _link(token: str) -> tuple[SignInLink, dict[str, Any]]:
     if link is None or not secrets.compare_digest(link.nonce_hash, _hash(str(payload.get("n")))):
         raise BadLink
     return link, payload
+
+
+def oidc_provider_add(
+    *, actor: Any, customer: Customer, domain: str, issuer: str, client_id: str, client_secret: str
+) -> OidcProvider:
+    """Let the contacts @`domain` sign in at `issuer`; its endpoints are read from the
+    issuer's discovery document now (refused when it cannot be read or names another
+    issuer)."""
+    roles.check(actor, "portal.access")
+    domain = domain.strip().lower().lstrip("@")
+    issuer = issuer.strip().rstrip("/")
+    try:
+        answer = requests.get(f"{issuer}/.well-known/openid-configuration", timeout=5)
+        answer.raise_for_status()
+        document = answer.json()
+    except (requests.RequestException, ValueError) as exc:
+        raise ValidationError(f"Could not read the discovery document of {issuer}: {exc}") from None
+    if not isinstance(document, dict) or str(document.get("issuer", "")).rstrip("/") != issuer:
+        raise ValidationError(f"{issuer} does not describe itself as that issuer.")
+    fields = ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
+    if not all(isinstance(document.get(f), str) for f in fields):
+        raise ValidationError(f"The discovery document of {issuer} lacks an endpoint.")
+    try:
+        with transaction.atomic():
+            return OidcProvider.objects.create(
+                customer=customer,
+                domain=domain,
+                issuer=issuer,
+                client_id=client_id,
+                client_secret=client_secret,
+                **{f: document[f] for f in fields},
+            )
+    except IntegrityError:
+        raise ValidationError(f"@{domain} already signs in at a provider.") from None
+
+
+def oidc_provider_remove(*, actor: Any, provider: OidcProvider) -> None:
+    roles.check(actor, "portal.access")
+    provider.delete()

@@ -1,7 +1,12 @@
 """The console page where Finance says who may sign in to the customer portal
-(`portal.access`). English only, like the rest of the console."""
+(`portal.access`): email domains and named contacts, and customers' own OpenID Connect
+providers. English only, like the rest of the console."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
@@ -13,26 +18,47 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from core import roles
 from portal import selectors, services
-from portal.forms import AccessForm
-from portal.models import PortalAccess
+from portal.forms import AccessForm, OidcProviderForm
+from portal.models import OidcProvider, PortalAccess
+
+View = Callable[..., HttpResponse]
 
 
-def _refused(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "console/403.html", {"message": message}, status=403)
+def staff_page(view: View) -> View:
+    """Staff with `portal.access` (else the console's refusal page), never cached."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            roles.check(request.user, "portal.access")
+            response = view(request, *args, **kwargs)
+        except PermissionDenied as refused:
+            response = render(request, "console/403.html", {"message": str(refused)}, status=403)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    return staff_member_required(wrapper)
 
 
-def _no_store(response: HttpResponse) -> HttpResponse:
-    response["Cache-Control"] = "no-store"
-    return response
+def _page(request: HttpRequest, form: AccessForm, oidc_form: OidcProviderForm) -> HttpResponse:
+    context = {
+        "form": form,
+        "oidc_form": oidc_form,
+        "rows": selectors.access_rows(),
+        "providers": selectors.oidc_providers(),
+    }
+    return render(
+        request, "portal/staff_access.html", context, status=400 if form.errors or oidc_form.errors else 200
+    )
 
 
-@staff_member_required
+def _back() -> HttpResponse:
+    return HttpResponseRedirect(reverse("portal_staff:access"))
+
+
+@staff_page
 @require_http_methods(["GET", "POST"])
 def access(request: HttpRequest) -> HttpResponse:
-    if not roles.allowed(request.user, "portal.access"):
-        return _no_store(
-            _refused(request, f"Your role does not allow you to {roles.ACTIONS['portal.access']}.")
-        )
     form = AccessForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -46,18 +72,38 @@ def access(request: HttpRequest) -> HttpResponse:
             form.add_error(None, exc)
         else:
             messages.success(request, f"{row} may now sign in to the portal.")
-            return _no_store(HttpResponseRedirect(reverse("portal_staff:access")))
-    context = {"form": form, "rows": selectors.access_rows()}
-    return _no_store(render(request, "portal/staff_access.html", context, status=400 if form.errors else 200))
+            return _back()
+    return _page(request, form, OidcProviderForm())
 
 
-@staff_member_required
+@staff_page
 @require_POST
 def access_remove(request: HttpRequest, pk: int) -> HttpResponse:
     row = get_object_or_404(PortalAccess, pk=pk)
-    try:
-        services.access_remove(actor=request.user, access=row)
-    except PermissionDenied as refused:
-        return _no_store(_refused(request, str(refused)))
+    services.access_remove(actor=request.user, access=row)
     messages.success(request, f"{row} may no longer sign in.")
-    return _no_store(HttpResponseRedirect(reverse("portal_staff:access")))
+    return _back()
+
+
+@staff_page
+@require_POST
+def oidc_add(request: HttpRequest) -> HttpResponse:
+    form = OidcProviderForm(request.POST)
+    if form.is_valid():
+        try:
+            provider = services.oidc_provider_add(actor=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"{provider} added.")
+            return _back()
+    return _page(request, AccessForm(), form)
+
+
+@staff_page
+@require_POST
+def oidc_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    provider = get_object_or_404(OidcProvider, pk=pk)
+    services.oidc_provider_remove(actor=request.user, provider=provider)
+    messages.success(request, f"{provider} removed.")
+    return _back()

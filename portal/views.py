@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -85,13 +85,22 @@ def login(request: HttpRequest) -> HttpResponse:
                 form.add_error(None, _("Too many sign-in requests. Wait a while and try again."))
                 return _private(render(request, "portal/login.html", {"form": form}, status=429))
             next_url = _safe_next(request, form.cleaned_data["next"])
+            provider = selectors.oidc_provider_for_email(email)
+            if provider is not None:
+                # The customer signs in at its own provider: no email link for its domain.
+                # A link to follow, not a redirect: the page's CSP (form-action 'self')
+                # stops a form's redirect to another origin.
+                start = reverse("portal_oidc:start", args=[provider.pk])
+                context = {"start": f"{start}?{urlencode({'next': next_url})}", "customer": provider.customer}
+                return _private(render(request, "portal/login_oidc.html", context))
             services.signin_link_request(email=email, next_url=next_url)
             # The same answer whether or not the address may sign in.
             context = {"email": email, "minutes": int(settings.PORTAL_LINK_MAX_AGE) // 60}
             return _private(render(request, "portal/login_sent.html", context))
     else:
         form = SignInForm(initial={"next": request.GET.get("next", "")})
-    return _private(render(request, "portal/login.html", {"form": form}))
+    context = {"form": form, "failed": request.GET.get("failed") == "oidc"}
+    return _private(render(request, "portal/login.html", context))
 
 
 @require_http_methods(["GET", "POST"])

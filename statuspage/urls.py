@@ -20,6 +20,7 @@ urlpatterns = [
     # Staff pages under /manage/: more specific mounts first, before any `manage/` include.
     path("manage/insights/", include("insights.urls")),
     path("manage/portal/", include("portal.staff_urls")),
+    path("portal/oidc/", include("portal.oidc_urls")),
     path("", include("api.urls")),
     # One address each, in no language: feeds, badges, the live document, CSV, calendar.
     path("", include("public_site.feed_urls")),
