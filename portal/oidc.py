@@ -78,7 +78,10 @@ class PortalOidcBackend(_Configured, OIDCAuthenticationBackend):  # type: ignore
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
         if request is None or not hasattr(request, "session"):
             return None
-        provider = OidcProvider.objects.filter(pk=request.session.get(PROVIDER_KEY)).first()
+        provider_id = request.session.get(PROVIDER_KEY)
+        if not isinstance(provider_id, int):
+            return None
+        provider = OidcProvider.objects.filter(pk=provider_id).first()
         if provider is None:
             return None
         self.provider = provider
