@@ -114,3 +114,11 @@ def test_a_named_contact_signs_in_without_a_domain_rule(client: Client, demo: No
         sign_in(client, "cfo@gmail.example")
         assert client.get("/portal/").status_code == 200
     assert services.signin_link_request(email="other@gmail.example") is False
+
+
+def test_old_links_are_cleared_when_new_ones_are_sent(client: Client, demo: None) -> None:
+    services.signin_link_request(email=TAILSPIN, now=timezone.now() - timedelta(days=2))
+    assert SignInLink.objects.count() == 1
+    services.signin_link_request(email=TAILSPIN)
+    assert SignInLink.objects.count() == 1
+    assert SignInLink.objects.get().expires_at > timezone.now()
