@@ -33,7 +33,7 @@ run: $(VENV)/.installed-dev
 	@echo "    viewer        Viewer            reads the console, insights and drafts"
 	@echo "    responder     Responder         declares, updates, resolves, writes reports, publishes drafts"
 	@echo "    approver      Report approver   approves and publishes incident reports"
-	@echo "    finance       Finance           customers, policies, credit review, send, statements"
+	@echo "    finance       Finance           customers, policies, credit review, send, statements, portal access"
 	@echo "    integrations  Integrations      alert integrations, webhooks, subscribers, API keys"
 	@echo "    admin         Administrator     everything, including users and roles"
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
