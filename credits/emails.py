@@ -185,7 +185,7 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "site_name": settings.SITE_NAME,
         "site_url": settings.SITE_URL,
         # The customer portal, in the letter's language (its own uptime, incidents, statements).
-        "portal_url": settings.SITE_URL + reverse("portal:index"),
+        "portal_url": settings.SITE_URL + reverse("portal:home"),
         # Where a reply goes (the letter's Reply-To, its address alone in the words);
         # empty: the letter says how else to write.
         "reply_to": parseaddr(settings.CREDITS_REPLY_TO)[1] if settings.CREDITS_REPLY_TO else "",
