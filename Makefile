@@ -33,11 +33,14 @@ run: $(VENV)/.installed-dev
 	@echo "    viewer        Viewer            reads the console, insights and drafts"
 	@echo "    responder     Responder         declares, updates, resolves, writes reports, publishes drafts"
 	@echo "    approver      Report approver   approves and publishes incident reports"
-	@echo "    finance       Finance           customers, policies, credit review, send, statements"
+	@echo "    finance       Finance           customers, policies, credit review, send, statements, portal access"
 	@echo "    integrations  Integrations      alert integrations, webhooks, subscribers, API keys"
 	@echo "    admin         Administrator     everything, including users and roles"
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
 	@echo "  Emails are written to var/mail/ (their links start with $(SITE_URL))"
+	@echo "  Customer portal: http://$(HOST):$(PORT)/portal/  sign in with a one-time link, mailed to var/mail/:"
+	@echo "    ops@tailspin.example   Tailspin Toys      Cloud Storage in us-central1"
+	@echo "    it@northwind.example   Northwind Traders  Gmail"
 	@echo ""
 	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a
 	@# process next to the server, since the embedded mode has no Celery beat.

@@ -28,6 +28,7 @@ ACTIONS: dict[str, str] = {
     "credits.review": "review, cancel and prepare SLA credit notices",
     "credits.send": "send SLA credit notices",
     "credits.statement": "read credit statements and exports",
+    "portal.access": "manage who may sign in to the customer portal",
     "alerts.manage": "manage alert integrations and rules",
     "webhook.manage": "manage subscriber webhooks",
     "subscriber.manage": "manage subscribers",
@@ -59,6 +60,7 @@ ROLES: dict[str, frozenset[str]] = {
             "credits.review",
             "credits.send",
             "credits.statement",
+            "portal.access",
         }
     ),
     "Integrations": frozenset(

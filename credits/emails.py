@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import translation
 from django.utils.html import escape
 from django.utils.translation import gettext
@@ -197,6 +198,8 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "language": translation.get_language(),
         "site_name": settings.SITE_NAME,
         "site_url": settings.SITE_URL,
+        # The customer portal, in the letter's language (its own uptime, incidents, statements).
+        "portal_url": settings.SITE_URL + reverse("portal:home"),
         # Where a reply goes (the letter's Reply-To, its address alone in the words);
         # empty: the letter says how else to write.
         "reply_to": parseaddr(settings.CREDITS_REPLY_TO)[1] if settings.CREDITS_REPLY_TO else "",

@@ -20,8 +20,9 @@ from django.utils import timezone
 from core import roles
 from credits import explain, sla
 from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, NoticeState, SLAPolicy
+from incidents.intervals import Interval, merge
 from incidents.models import Incident, Location, Product
-from incidents.selectors import windows_counted
+from incidents.selectors import windows_counted, windows_overlapping, worst_level
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,63 @@ def eligible_entitlements(*, product_ids: set[int], chunk_size: int = 2000) -> I
         chunk_size=chunk_size
     ):
         yield EntitlementRow(customer_id, product_id, location_id, own_policy or customer_policy)
+
+
+def windows_by_policy(
+    rows: Iterable[EntitlementRow],
+    *,
+    by_product: dict[int, list[WindowRow]],
+    relatives: dict[int, frozenset[int]],
+) -> dict[int, set[int]]:
+    """Per policy: the ids of the windows that affect one customer's entitlements under
+    it (the monthly computation and the customer portal both measure through this)."""
+    per_policy: dict[int, set[int]] = {}
+    for row in rows:
+        if row.policy_id is None:
+            continue
+        ids = per_policy.setdefault(row.policy_id, set())
+        for window in by_product.get(row.product_id, ()):
+            if window_affects(window, location_id=row.location_id, relatives=relatives):
+                ids.add(window.id)
+    return per_policy
+
+
+@dataclass(frozen=True)
+class CustomerMeasure:
+    policy: SLAPolicy
+    result: sla.SlaResult
+
+
+def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> list[CustomerMeasure]:
+    """`customer` measured under each of its policies for `period`, as
+    `credits.services.credits_compute` measures it for the notices (the same windows, the
+    same `sla.compute`): the figures a letter for that month carries."""
+    policies = policies_with_tiers()
+    rows = [
+        EntitlementRow(customer.pk, product_id, location_id, own or customer.policy_id)
+        for product_id, location_id, own in CustomerEntitlement.objects.filter(customer=customer)
+        .order_by("id")
+        .values_list("product_id", "location_id", "policy_id")
+    ]
+    used = {r.policy_id for r in rows if r.policy_id in policies}
+    if not used:
+        return []
+    bounds = [period.bounds(policies[pk].time_zone) for pk in used]
+    windows = windows_for_period(start=min(b[0] for b in bounds), end=max(b[1] for b in bounds))
+    by_product: dict[int, list[WindowRow]] = defaultdict(list)
+    for window in windows:
+        by_product[window.product_id].append(window)
+    measures = []
+    for policy_id, ids in windows_by_policy(
+        rows, by_product=by_product, relatives=location_relatives()
+    ).items():
+        if policy_id not in policies:
+            continue
+        policy = policies[policy_id]
+        outages = [w.outage for w in windows if w.id in ids]
+        result = sla.compute(outages, policy.as_policy(list(policy.tiers.all())), period, now=now)
+        measures.append(CustomerMeasure(policy=policy, result=result))
+    return sorted(measures, key=lambda m: m.policy.name)
 
 
 def policies_with_tiers() -> dict[int, SLAPolicy]:
@@ -334,3 +392,84 @@ def entitlement_labels(notices: Iterable[CreditNotice]) -> dict[int, str]:
         ]
         labels[n.pk] = "; ".join(parts)
     return labels
+
+
+@dataclass(frozen=True)
+class CustomerIncident:
+    """How long one incident (or maintenance) touched one customer: the union of its
+    windows on the customer's entitlements (`window_affects`), an ongoing one to `now`."""
+
+    incident_id: int
+    affected: timedelta
+    start: datetime
+    end: datetime | None  # None while a window is open
+
+
+def _customer_rows(customer: Any, windows: QuerySet[Any]) -> Iterator[tuple[WindowRow, int | None]]:
+    """The windows of `windows` that affect one of the customer's entitlements."""
+    entitlements = list(
+        CustomerEntitlement.objects.filter(customer=customer).values_list("product_id", "location_id")
+    )
+    relatives = location_relatives()
+    for row in windows.filter(product_id__in={p for p, _ in entitlements}).values_list(
+        "id", "product_id", "location_id", "level", "started_at", "ended_at", "incident_id"
+    ):
+        wid, product_id, location_id, level, started, ended, incident_id = row
+        window = WindowRow(
+            wid, product_id, location_id, sla.Outage(started, ended, level, incident_id=incident_id)
+        )
+        if any(
+            p == product_id and window_affects(window, location_id=loc, relatives=relatives)
+            for p, loc in entitlements
+        ):
+            yield window, incident_id
+
+
+def customer_incidents(customer: Any, *, since: datetime, now: datetime) -> list[CustomerIncident]:
+    """The incidents and maintenance that touched `customer` since `since` (or are
+    planned), newest first, each with the customer's own affected time."""
+    spans: dict[int, list[Interval]] = defaultdict(list)
+    open_ids: set[int] = set()
+    recent = windows_counted().filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
+    for window, incident_id in _customer_rows(customer, recent):
+        if incident_id is None:
+            continue
+        end = window.outage.end
+        if end is None:
+            open_ids.add(incident_id)
+        spans[incident_id].append(Interval(window.outage.start, end or max(now, window.outage.start)))
+    out = []
+    for incident_id, intervals in spans.items():
+        merged = merge(intervals)
+        total = sum((iv.duration for iv in merged), timedelta())
+        end = None if incident_id in open_ids else merged[-1].end
+        out.append(CustomerIncident(incident_id, total, merged[0].start, end))
+    return sorted(out, key=lambda c: (c.start, c.incident_id), reverse=True)
+
+
+def customer_statuses(customer: Any, *, now: datetime) -> list[tuple[CustomerEntitlement, str]]:
+    """Each entitlement of `customer` with its status now: the worst open window that
+    affects it."""
+    entitlements = list(
+        CustomerEntitlement.objects.filter(customer=customer).select_related("product", "location")
+    )
+    open_now = list(_customer_rows(customer, windows_overlapping(windows_counted(), since=now, until=now)))
+    relatives = location_relatives()
+    return [
+        (
+            e,
+            worst_level(
+                w.outage.level
+                for w, _ in open_now
+                if w.product_id == e.product_id
+                and window_affects(w, location_id=e.location_id, relatives=relatives)
+                and w.outage.start <= now
+            ),
+        )
+        for e in entitlements
+    ]
+
+
+def customer_notices(customer: Any) -> QuerySet[CreditNotice]:
+    """The credit notices the customer was sent (what a contact may read)."""
+    return CreditNotice.objects.filter(customer=customer, state=NoticeState.SENT).select_related("policy")

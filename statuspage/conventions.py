@@ -46,6 +46,7 @@ ROOMS = [
     "public_site",
     "api",
     "ops",
+    "portal",
     "insights",
     "audiences",
     "postmortems",

@@ -330,6 +330,7 @@ LOGIN_URL = "admin:login"
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    "portal.oidc.PortalOidcBackend",  # customer contacts' own OpenID Connect providers only
 ]
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
@@ -584,4 +585,5 @@ CELERY_BEAT_SCHEDULE = {
 
 LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
 from statuspage.settings_ops import *  # noqa: E402,F403
+from statuspage.settings_portal import *  # noqa: E402,F403
 from statuspage.settings_replica import *  # noqa: E402,F403

@@ -19,6 +19,8 @@ urlpatterns = [
     path("favicon.ico", favicon),
     # Staff pages under /manage/: more specific mounts first, before any `manage/` include.
     path("manage/insights/", include("insights.urls")),
+    path("manage/portal/", include("portal.staff_urls")),
+    path("portal/oidc/", include("portal.oidc_urls")),
     path("", include("api.urls")),
     # One address each, in no language: feeds, badges, the live document, CSV, calendar.
     path("", include("public_site.feed_urls")),
@@ -33,6 +35,7 @@ urlpatterns += i18n_patterns(
     path("", include("public_site.urls")),
     path("", include("subscriptions.urls")),
     path("", include("audiences.urls")),
+    path("", include("portal.urls")),
     prefix_default_language=False,
 )
 

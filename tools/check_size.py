@@ -35,6 +35,7 @@ ROOMS = [
     "insights",
     "ops",
     "outbox",
+    "portal",
     "postmortems",
     "public_site",
     "statuspage",

@@ -18,8 +18,10 @@ NAMED_IN_SETTINGS = (
     _.ProblemAwareNegotiation,  # REST_FRAMEWORK["DEFAULT_CONTENT_NEGOTIATION_CLASS"]
     _.RequestIdLogFilter,  # LOGGING["filters"]
     _.ReplicaRouter,  # DATABASE_ROUTERS (statuspage/settings_replica.py)
+    _.PortalOidcBackend,  # AUTHENTICATION_BACKENDS (customer portal OpenID Connect)
 )
 FOUND_BY_FRAMEWORKS = (
+    _.login_success,  # mozilla-django-oidc's callback view calls it (portal.oidc.Callback)
     # drf-spectacular registers OpenApiAuthenticationExtension subclasses when they are defined.
     _.ApiKeyScheme,
     _.SessionCookieScheme,

@@ -190,15 +190,7 @@ class _Measure:
         return measured.with_source(result, sourced, pure)
 
     def _windows_by_policy(self, rows: Iterable[selectors.EntitlementRow]) -> dict[int, set[int]]:
-        per_policy: dict[int, set[int]] = {}
-        for row in rows:
-            if row.policy_id is None:
-                continue
-            ids = per_policy.setdefault(row.policy_id, set())
-            for window in self.by_product.get(row.product_id, ()):
-                if selectors.window_affects(window, location_id=row.location_id, relatives=self.relatives):
-                    ids.add(window.id)
-        return per_policy
+        return selectors.windows_by_policy(rows, by_product=self.by_product, relatives=self.relatives)
 
     def store(self, summary: ComputeSummary) -> None:
         _store(

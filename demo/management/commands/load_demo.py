@@ -10,6 +10,7 @@ from demo import alerts as alerts_demo
 from demo import audiences as audiences_demo
 from demo import credits as credits_demo
 from demo import incidents as demo
+from demo import portal as portal_demo
 from demo import postmortem_follow
 from demo import postmortem_timeline as timeline_demo
 from demo import templates as templates_demo
@@ -33,6 +34,7 @@ class Command(BaseCommand):
         timeline = timeline_demo.load(stdout=self.stdout)
         follow = postmortem_follow.load(stdout=self.stdout)
         pages = audiences_demo.load(stdout=self.stdout)
+        portal_added = portal_demo.load()
         others = (
             credits.policies_created,
             credits.customers_created,
@@ -41,6 +43,7 @@ class Command(BaseCommand):
             timeline.links_created,
             follow.items_retold or follow.items_created,
             pages.pages_created,
+            portal_added,
         )
         if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(

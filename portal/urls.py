@@ -1,0 +1,17 @@
+"""The customer portal, in every language (mounted through i18n_patterns)."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern, path
+
+from portal import views
+
+app_name = "portal"
+
+urlpatterns: list[URLPattern] = [
+    path("portal/", views.index, name="home"),
+    path("portal/login/", views.login, name="login"),
+    path("portal/logout/", views.logout, name="logout"),
+    path("portal/signin/<str:token>/", views.redeem, name="redeem"),
+    path("portal/statements/<str:period>/", views.statement, name="statement"),
+]
