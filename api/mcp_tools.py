@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -123,16 +122,17 @@ async def product_status(product: str, location: str | None = None) -> dict[str,
 
 @SERVER.tool()
 async def incidents(
-    started_after: datetime | None = None,
-    started_before: datetime | None = None,
+    started_after: str | None = None,
+    started_before: str | None = None,
     product: str | None = None,
     cursor: str | None = None,
 ) -> dict[str, Any]:
-    """Incidents that started in [started_after, started_before), newest first, as GET
-    /api/v1/incidents/ pages them (follow `next` with its `cursor`)."""
+    """Incidents that started in [started_after, started_before) (ISO 8601 times), newest
+    first, as GET /api/v1/incidents/ pages them (follow `next` with its `cursor`); the
+    REST API validates the times."""
     query = {
-        "started_after": started_after.isoformat() if started_after else None,
-        "started_before": started_before.isoformat() if started_before else None,
+        "started_after": started_after,
+        "started_before": started_before,
         "product": product,
         "cursor": cursor,
     }
