@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public_site import crawlers, embeds, feeds, live, views, websub
+from public_site import crawlers, embeds, feeds, live, llms, views, websub
 
 app_name = "feeds"
 
@@ -50,5 +50,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="product-badge",
     ),
     path("robots.txt", crawlers.robots_txt, name="robots"),
+    path("llms.txt", public_page("llms-txt")(llms.llms_txt), name="llms-txt"),
     path("sitemap.xml", public_page("sitemap")(crawlers.sitemap), name="sitemap"),
 ]

@@ -1,4 +1,4 @@
-"""WebSub (issue 36): with a hub configured the feeds advertise it, and a public change
+"""WebSub and /llms.txt (issue 36): with a hub configured the feeds advertise it, and a
 pings it; without one the feeds are unchanged (the golden pages hold the bytes)."""
 
 from __future__ import annotations
@@ -80,3 +80,22 @@ def test_a_public_change_pings_the_hub_after_commit(hub: str) -> None:
     assert ping["hub.mode"] == ["publish"]
     assert f"{settings.SITE_URL}/history.atom" in ping["hub.url"]
     assert f"{settings.SITE_URL}/products/{product.slug}/history.rss" in ping["hub.url"]
+
+
+def test_llms_txt_names_the_real_addresses(gmail: Product) -> None:
+    response = Client().get("/llms.txt")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    text = response.content.decode()
+    assert text.startswith("# ")
+    assert "\n> " in text and "\n## Feeds\n" in text and "\n## APIs\n" in text
+    site = settings.SITE_URL
+    for path in (
+        "/history.atom",
+        "/mcp",
+        "/api/v1/status/",
+        "/products/gmail/",
+        "/api/v1/products/gmail/uptime/",
+    ):
+        assert f"]({site}{path})" in text
+        assert Client().get(path).status_code in (200, 406), path  # every link answers (/mcp wants POST)
