@@ -1,5 +1,6 @@
-"""WebSub and /llms.txt (issue 36): with a hub configured the feeds advertise it, and a
-pings it; without one the feeds are unchanged (the golden pages hold the bytes)."""
+"""WebSub and /llms.txt (issue 36): with a hub configured the feeds advertise it and a
+public change pings it; without one the feeds are unchanged (the golden pages hold the
+bytes); /llms.txt names addresses that answer."""
 
 from __future__ import annotations
 
