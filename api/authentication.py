@@ -92,6 +92,11 @@ class ApiKeyAuthentication(BaseAuthentication):
             return key.user, key
         raise exceptions.AuthenticationFailed("Invalid API key.")
 
+    def key_owner(self, raw: str) -> tuple[Any, Any]:
+        """(owner, key) of a raw key outside a request (the stdio MCP server); the same
+        refusals as a request, as AuthenticationFailed."""
+        return self._by_key(raw)
+
     def authenticate_header(self, request: Request) -> str:
         # Present on every 401, so a client learns the scheme from the challenge.
         return 'Bearer realm="api"'

@@ -7,7 +7,7 @@ from typing import Any
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from api import alerts, base, google_feed, incidents, keys, statuspage_v2, uptime
+from api import alerts, base, google_feed, incidents, keys, mcp_view, statuspage_v2, uptime
 from api.routers import build_router
 from api.schema_view import SchemaView
 from edge.page_cache import public_page
@@ -65,6 +65,8 @@ urlpatterns: list[URLPattern | URLResolver] = [
         "incidents.json", cached("google-incidents", google_feed.GoogleIncidentsView), name="google-incidents"
     ),
     path("products.json", cached("google-products", google_feed.GoogleProductsView), name="google-products"),
+    # The MCP server over streamable HTTP (api.mcp_tools; docs/api.md#mcp).
+    path("mcp", mcp_view.McpView.as_view(), name="mcp"),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     # The split view serves its init script from a URL, not inline: works under a CSP
     # without 'unsafe-inline', and the assets come from drf-spectacular-sidecar.

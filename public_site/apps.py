@@ -13,3 +13,10 @@ class PublicConfig(AppConfig):
         from public_site.prerender import prerender_paths
 
         prerender.register(prerender_paths)
+
+        # WebSub: ping the configured hub after every public change (public_site/websub.py).
+        from edge import version
+        from public_site.websub import public_state_bumped
+
+        if public_state_bumped not in version.bumped:
+            version.bumped.append(public_state_bumped)

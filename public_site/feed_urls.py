@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, path
 
 from edge.page_cache import public_page
-from public_site import crawlers, embeds, feeds, live, views
+from public_site import crawlers, embeds, feeds, live, llms, views, websub
 
 app_name = "feeds"
 
@@ -16,18 +16,26 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("live/version.json", live.live_version, name="live-version"),
     path("live/sections.json", live.live_sections, name="live-sections"),
     # The feeds are the same for every reader: served from the versioned page cache.
-    path("history.atom", public_page("history-atom")(feeds.HistoryAtomFeed()), name="history-atom"),
-    path("history.rss", public_page("history-rss")(feeds.HistoryRssFeed()), name="history-rss"),
+    path(
+        "history.atom",
+        websub.advertised(public_page("history-atom")(feeds.HistoryAtomFeed())),
+        name="history-atom",
+    ),
+    path(
+        "history.rss",
+        websub.advertised(public_page("history-rss")(feeds.HistoryRssFeed())),
+        name="history-rss",
+    ),
     path("history.json", public_page("history-json")(embeds.history_json_feed), name="history-json"),
     # Per product, the same three formats at the same addresses under the product.
     path(
         "products/<slug:slug>/history.atom",
-        public_page("product-history-atom")(feeds.ProductHistoryAtomFeed()),
+        websub.advertised(public_page("product-history-atom")(feeds.ProductHistoryAtomFeed())),
         name="product-history-atom",
     ),
     path(
         "products/<slug:slug>/history.rss",
-        public_page("product-history-rss")(feeds.ProductHistoryRssFeed()),
+        websub.advertised(public_page("product-history-rss")(feeds.ProductHistoryRssFeed())),
         name="product-history-rss",
     ),
     path(
@@ -42,5 +50,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
         name="product-badge",
     ),
     path("robots.txt", crawlers.robots_txt, name="robots"),
+    path("llms.txt", public_page("llms-txt")(llms.llms_txt), name="llms-txt"),
     path("sitemap.xml", public_page("sitemap")(crawlers.sitemap), name="sitemap"),
 ]

@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
-from django.utils.feedgenerator import Atom1Feed, Rss201rev2Feed, SyndicationFeed
+from django.utils.feedgenerator import SyndicationFeed
 from django.utils.html import format_html, format_html_join
 
 from core.timezones import display_zone_active
@@ -29,6 +29,7 @@ from edge.render_problems import render_problem_clear, render_problem_record
 from incidents.markdown import stored_html
 from incidents.models import Product
 from public_site import history as public_history
+from public_site import websub
 from public_site.embeds import feed_description, feed_title, public_product
 from public_site.history import FeedEntry
 
@@ -47,13 +48,17 @@ class HistoryRssFeed(Feed):
     """The page's history; the Product* subclasses below narrow it to one product (the
     methods that take `product` get the object `get_object` returned)."""
 
-    feed_type: type[SyndicationFeed] = Rss201rev2Feed
+    feed_type: type[SyndicationFeed] = websub.HubRssFeed
     url_name = "feeds:history-rss"
 
     def __call__(self, request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
         # Entry text names times in the display zone, like the pages do.
         with display_zone_active():
             return super().__call__(request, *args, **kwargs)
+
+    def feed_extra_kwargs(self, obj: Any) -> dict[str, Any]:
+        # The generators below add <link rel="hub"> only when a hub is configured.
+        return {"hub": websub.hub_url()}
 
     def title(self, product: Product | None) -> str:
         return feed_title(product)
@@ -155,7 +160,7 @@ class HistoryRssFeed(Feed):
 
 
 class HistoryAtomFeed(HistoryRssFeed):
-    feed_type = Atom1Feed
+    feed_type = websub.HubAtomFeed
     url_name = "feeds:history-atom"
 
     def subtitle(self, product: Product | None) -> str:

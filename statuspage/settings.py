@@ -40,6 +40,9 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # The organisation's name: pages, feeds and emails say "<SITE_NAME> status" unless it says
 # "status" already (core.text.site_title), so the default reads "Status", not "Status status".
 SITE_NAME = env_str("SITE_NAME", "Status")
+# A WebSub hub the public feeds advertise and that is pinged after every public change
+# (public_site/websub.py); empty: no hub, the feeds unchanged.
+WEBSUB_HUB_URL = env_str("WEBSUB_HUB_URL", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -58,6 +58,7 @@ VULTURE_DECORATORS = [
     "@register.simple_tag",
     "@register.inclusion_tag",
     "@shared_task",
+    "@SERVER.tool",  # MCP tools (api.mcp_tools), called by the SDK by name
     "@receiver",
     "@property",
     "@cached_property",

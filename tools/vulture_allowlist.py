@@ -65,4 +65,5 @@ FRAMEWORK_PARAMETERS = (
     _.hints,  # Django database routers
     _.app_label,
     _.script_prefix,  # an lru_cache key: one URL pattern per script prefix
+    _.feed_extra_kwargs,  # Django Feed hook: keyword arguments of the feed generator
 )
