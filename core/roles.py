@@ -32,6 +32,7 @@ ACTIONS: dict[str, str] = {
     "webhook.manage": "manage subscriber webhooks",
     "subscriber.manage": "manage subscribers",
     "apikey.manage": "create and revoke API keys",
+    "upstream.manage": "manage upstream providers and product dependencies",
     "users.manage": "manage users and roles",
 }
 
@@ -61,7 +62,7 @@ ROLES: dict[str, frozenset[str]] = {
         }
     ),
     "Integrations": frozenset(
-        {"console.view", "alerts.manage", "webhook.manage", "subscriber.manage", "apikey.manage"}
+        {"console.view", "alerts.manage", "webhook.manage", "subscriber.manage", "apikey.manage", "upstream.manage"}
     ),
     "Administrator": frozenset(ACTIONS),
 }
@@ -72,7 +73,7 @@ ROLES: dict[str, frozenset[str]] = {
 ADMIN_APPS: dict[str, tuple[str, ...]] = {
     "Responder": ("incidents",),
     "Finance": ("credits",),
-    "Integrations": ("alerts", "api", "subscriptions"),
+    "Integrations": ("alerts", "api", "subscriptions", "upstream"),
 }
 
 

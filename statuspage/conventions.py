@@ -51,6 +51,7 @@ ROOMS = [
     "credits",
     "subscriptions",
     "alerts",
+    "upstream",
     "incidents",
     "outbox",
     "edge",
