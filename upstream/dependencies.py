@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from incidents import services as incidents
@@ -88,12 +88,8 @@ def evaluate(dependencies: Iterable[Dependency], *, now: datetime) -> int:
     return made
 
 
-def _related(queryset: Iterable[Dependency]) -> list[Dependency]:
-    return list(
-        Dependency.objects.filter(pk__in=[d.pk for d in queryset]).select_related(
-            "product", "on_product", "on_location", "on_component__provider"
-        )
-    )
+def _related(queryset: QuerySet[Dependency]) -> list[Dependency]:
+    return list(queryset.select_related("product", "on_product", "on_location", "on_component__provider"))
 
 
 def on_incident_event(event: IncidentEvent) -> None:

@@ -117,11 +117,6 @@ class Dependency(models.Model):
                 | (Q(on_product__isnull=True) & Q(on_component__isnull=False) & Q(on_location__isnull=True)),
                 name="dependency_one_target",
             ),
-            models.UniqueConstraint(
-                fields=["product", "on_product", "on_location", "on_component"],
-                name="dependency_unique",
-                nulls_distinct=False,
-            ),
         ]
 
     def __str__(self) -> str:

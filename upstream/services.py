@@ -40,8 +40,9 @@ def provider_save(*, provider: Provider | None = None, actor: Any = None, **fiel
     if unknown:
         raise ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}.")
     with transaction.atomic():
-        target = provider or Provider()
-        url_changed = provider is not None and "url" in fields and fields["url"] != provider.url
+        # The row as the poller left it (a stale copy must not undo a read).
+        target = Provider.objects.select_for_update().get(pk=provider.pk) if provider else Provider()
+        url_changed = provider is not None and "url" in fields and fields["url"] != target.url
         for name, value in fields.items():
             setattr(target, name, value)
         if url_changed:
@@ -50,6 +51,8 @@ def provider_save(*, provider: Provider | None = None, actor: Any = None, **fiel
         target.next_poll_at = None  # read it on the next beat
         target.save()
         public_state_changed()
+    if provider is not None:
+        provider.refresh_from_db()
     return target
 
 
@@ -216,6 +219,14 @@ def dependency_save(*, dependency: Dependency | None = None, actor: Any = None, 
     if target.on_component_id is not None and target.on_location_id is not None:
         raise ValidationError({"on_location": "A location applies to our own products only."})
     target.full_clean()
+    same = Dependency.objects.filter(
+        product_id=target.product_id,
+        on_product_id=target.on_product_id,
+        on_location_id=target.on_location_id,
+        on_component_id=target.on_component_id,
+    ).exclude(pk=target.pk)
+    if same.exists():
+        raise ValidationError("This dependency is already recorded.")
     target.save()
     return target
 
