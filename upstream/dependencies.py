@@ -52,7 +52,6 @@ def _suggest(dependency: Dependency, level: str, now: datetime) -> None:
     title = suggestion_title(dependency, level)
     incident = incidents.incident_open(
         title=title,
-        impact="minor",
         started_at=now,
         body=(
             f"{dependency.product.name} may be affected by a {_PHRASE[level]} of {dependency.target_label}, "

@@ -227,7 +227,10 @@ def dependency_save(*, dependency: Dependency | None = None, actor: Any = None, 
     ).exclude(pk=target.pk)
     if same.exists():
         raise ValidationError("This dependency is already recorded.")
-    target.save()
+    with transaction.atomic():
+        target.save()
+        # Already degraded when recorded: suggest now, not at the next change.
+        dependencies.evaluate([target], now=timezone.now())
     return target
 
 
