@@ -62,7 +62,14 @@ ROLES: dict[str, frozenset[str]] = {
         }
     ),
     "Integrations": frozenset(
-        {"console.view", "alerts.manage", "webhook.manage", "subscriber.manage", "apikey.manage", "upstream.manage"}
+        {
+            "console.view",
+            "alerts.manage",
+            "webhook.manage",
+            "subscriber.manage",
+            "apikey.manage",
+            "upstream.manage",
+        }
     ),
     "Administrator": frozenset(ACTIONS),
 }

@@ -562,21 +562,13 @@ CELERY_BEAT_SCHEDULE = {
     "alerts-purge-payloads": {"task": "alerts.tasks.purge_payloads", "schedule": 3600.0},
 }
 
-# --- Upstream providers (upstream/, docs/adr/0031-upstream-providers.md) -------------------------
-# How often the beat looks for due providers; each provider has its own interval (at least
-# UPSTREAM_MIN_INTERVAL_SECONDS), doubled after each failed read up to the maximum backoff.
-UPSTREAM_TICK_SECONDS = env_float("UPSTREAM_TICK_SECONDS", 30.0)
+# --- Upstream providers (upstream/; each setting: docs/settings.md) -------------------------------
 UPSTREAM_MIN_INTERVAL_SECONDS = env_int("UPSTREAM_MIN_INTERVAL_SECONDS", 60)
 UPSTREAM_MAX_BACKOFF_SECONDS = env_int("UPSTREAM_MAX_BACKOFF_SECONDS", 3600)
 UPSTREAM_TIMEOUT_SECONDS = env_float("UPSTREAM_TIMEOUT_SECONDS", 10.0)
 UPSTREAM_MAX_BYTES = env_int("UPSTREAM_MAX_BYTES", 2 * 1024 * 1024)
-UPSTREAM_BATCH = env_int("UPSTREAM_BATCH", 50)
-UPSTREAM_KEEP_INCIDENTS = env_int("UPSTREAM_KEEP_INCIDENTS", 50)
 UPSTREAM_USER_AGENT = env_str("UPSTREAM_USER_AGENT", f"statuspage-upstream/1 (+{SITE_URL})")
-CELERY_BEAT_SCHEDULE = {
-    **CELERY_BEAT_SCHEDULE,
-    "upstream-poll": {"task": "upstream.tasks.poll_providers", "schedule": UPSTREAM_TICK_SECONDS},
-}
+CELERY_BEAT_SCHEDULE["upstream-poll"] = {"task": "upstream.tasks.poll_providers", "schedule": 30.0}
 
 # --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
 # CPU time (not wall time: load does not refuse a post), then a wall-time backstop, for the

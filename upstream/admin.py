@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
@@ -70,10 +72,22 @@ class _Managed(ServiceModelAdmin):
 
 @admin.register(Provider)
 class ProviderAdmin(_Managed):
-    list_display = ("name", "kind", "is_shown", "poll_interval_seconds", "last_success_at", "failures", "last_error")
+    list_display = (
+        "name",
+        "kind",
+        "is_shown",
+        "poll_interval_seconds",
+        "last_success_at",
+        "failures",
+        "last_error",
+    )
     fields = ("name", "url", "kind", "poll_interval_seconds", "is_shown", "position")
     readonly_fields = ("last_attempt_at", "last_success_at", "next_poll_at", "failures", "last_error")
-    inlines = [ComponentInline, IncidentInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+    def get_inlines(self, request: HttpRequest, obj: Any) -> list[type[Any]]:
+        # What was kept of its reads, on its change page.
+        return [ComponentInline, IncidentInline] if obj is not None else []
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [*self.fields, *self.readonly_fields] if obj is not None else list(self.fields)
@@ -103,7 +117,11 @@ class DependencyAdmin(_Managed):
         return obj.target_label
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Dependency]:
-        return super().get_queryset(request).select_related("product", "on_product", "on_location", "on_component__provider")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("product", "on_product", "on_location", "on_component__provider")
+        )
 
     def save_model(self, request: HttpRequest, obj: Dependency, form: Any, change: bool) -> None:
         data = {name: form.cleaned_data[name] for name in self.fields}
@@ -118,10 +136,11 @@ class DependencyAdmin(_Managed):
 
 @admin.register(IncidentCause)
 class IncidentCauseAdmin(_Managed):
-    """"This incident is caused by a dependency": the public "affected through" line."""
+    """ "This incident is caused by a dependency": the public "affected through" line."""
 
     action = "incident.edit"
     list_display = ("incident", "label")
+    raw_id_fields = ("incident",)
     fields = ("incident", "dependency")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -135,11 +154,13 @@ class IncidentCauseAdmin(_Managed):
             return
         dependency = form.cleaned_data.get("dependency")
         if dependency is None:
-            from django.core.exceptions import ValidationError
-
             call_service("", _refuse, error=ValidationError({"dependency": "Choose the dependency."}))
         saved = call_service(
-            "", services.cause_add, incident=form.cleaned_data["incident"], dependency=dependency, actor=actor(request)
+            "",
+            services.cause_add,
+            incident=form.cleaned_data["incident"],
+            dependency=dependency,
+            actor=actor(request),
         )
         adopt(obj, saved)
 

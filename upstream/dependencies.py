@@ -32,20 +32,23 @@ def target_level(dependency: Dependency, *, at: datetime) -> str:
     """The current level of what `dependency` depends on (counted, public impact only)."""
     if dependency.on_component is not None:
         return dependency.on_component.status
+    assert dependency.on_product_id is not None
     windows = windows_counted_between(since=at, until=at).filter(product_id=dependency.on_product_id)
-    if dependency.on_location_id is not None:
-        # The location itself, a zone in it, or the whole product.
-        windows = windows.filter(
-            Q(location_id=dependency.on_location_id)
-            | Q(location__parent_id=dependency.on_location_id)
-            | Q(location__isnull=True)
-        )
+    location = dependency.on_location
+    if location is not None:
+        # The location itself, a zone in it, everywhere, or the area it is in (global).
+        where = Q(location_id=location.pk) | Q(location__parent_id=location.pk) | Q(location__isnull=True)
+        if location.parent_id is not None:
+            where |= Q(location_id=location.parent_id)
+        windows = windows.filter(where)
     return worst_level(windows.values_list("level", flat=True)) or OPERATIONAL
 
 
 def suggestion_title(dependency: Dependency, level: str) -> str:
     """e.g. "Gmail may be affected: Cloud Storage (us-central1) is in partial outage"."""
-    return f"{dependency.product.name} may be affected: {dependency.target_label} is in {_PHRASE[level]}"[:200]
+    return f"{dependency.product.name} may be affected: {dependency.target_label} is in {_PHRASE[level]}"[
+        :200
+    ]
 
 
 def _suggest(dependency: Dependency, level: str, now: datetime) -> None:
@@ -57,7 +60,11 @@ def _suggest(dependency: Dependency, level: str, now: datetime) -> None:
             f"{dependency.product.name} may be affected by a {_PHRASE[level]} of {dependency.target_label}, "
             "which it depends on. We are investigating."
         ),
-        windows=[incidents.WindowSpec(product=dependency.product, location=None, level=dependency.level, started_at=now)],
+        windows=[
+            incidents.WindowSpec(
+                product=dependency.product, location=None, level=dependency.level, started_at=now
+            )
+        ],
         is_public=False,
         internal_notes=(
             f"Suggested because {dependency.product.name} depends on {dependency.target_label}, "

@@ -19,7 +19,9 @@ class Provider(models.Model):
     name = models.CharField(max_length=100, unique=True)
     url = models.URLField(max_length=500, help_text="The summary.json, incidents.json or feed address.")
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    poll_interval_seconds = models.PositiveIntegerField(default=300, help_text="How often to read it (60 s or more).")
+    poll_interval_seconds = models.PositiveIntegerField(
+        default=300, help_text="How often to read it (60 s or more)."
+    )
     is_shown = models.BooleanField(
         default=False, help_text="Show it in the public page's “Third-party services” section."
     )
@@ -75,7 +77,9 @@ class UpstreamIncident(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
-    components = models.CharField(max_length=500, blank=True, help_text="What it affects, as the provider names it.")
+    components = models.CharField(
+        max_length=500, blank=True, help_text="What it affects, as the provider names it."
+    )
 
     class Meta:
         ordering = ["provider", "-updated_at"]
@@ -97,7 +101,9 @@ class Dependency(models.Model):
 
     product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="+")
     on_product = models.ForeignKey(Product, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    on_location = models.ForeignKey(Location, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    on_location = models.ForeignKey(
+        Location, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     on_component = models.ForeignKey(
         UpstreamComponent, null=True, blank=True, on_delete=models.CASCADE, related_name="dependents"
     )
@@ -149,13 +155,18 @@ class Suggestion(models.Model):
             )
         ]
 
+    def __str__(self) -> str:
+        return f"{self.dependency}: {self.incident}"
+
 
 class IncidentCause(models.Model):
     """A published incident says it is caused by a dependency: "affected through …"."""
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="dependency_causes")
     label = models.CharField(max_length=300, help_text="e.g. Cloud Storage (us-central1)")
-    dependency = models.ForeignKey(Dependency, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    dependency = models.ForeignKey(
+        Dependency, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["incident", "label"], name="incident_cause_unique")]

@@ -100,7 +100,9 @@ def parse_statuspage(body: bytes) -> Read:
     for item in (data.get("incidents") or [])[:MAX_ITEMS]:
         if not isinstance(item, dict) or not item.get("id"):
             continue
-        affected = [names.get(str(c.get("id")), _text(c.get("name"), 100)) for c in item.get("components") or []]
+        affected = [
+            names.get(str(c.get("id")), _text(c.get("name"), 100)) for c in item.get("components") or []
+        ]
         read.incidents.append(
             IncidentRead(
                 external_id=_text(item["id"], 200),
@@ -143,7 +145,9 @@ def parse_google(body: bytes, *, base_url: str) -> Read:
             continue
         level = _GOOGLE_LEVEL.get(str(item.get("status_impact")), "partial_outage")
         end = _time(item.get("end"))
-        products = ", ".join(_text(p.get("title"), 100) for p in item.get("affected_products") or [] if isinstance(p, dict))
+        products = ", ".join(
+            _text(p.get("title"), 100) for p in item.get("affected_products") or [] if isinstance(p, dict)
+        )
         read.incidents.append(
             IncidentRead(
                 external_id=_text(item["id"], 200),
@@ -176,7 +180,7 @@ def parse_feed(body: bytes) -> Read:
         if not ident:
             continue
         stamp = entry.get("updated_parsed") or entry.get("published_parsed")
-        when = datetime(*stamp[:6], tzinfo=UTC) if stamp else None
+        when = datetime(*stamp[:6]).replace(tzinfo=UTC) if stamp else None
         read.incidents.append(
             IncidentRead(
                 external_id=_text(ident, 200),

@@ -61,5 +61,9 @@ def third_party_section(*, now: datetime) -> list[ProviderView]:
 
 
 def incident_causes(incident_id: int) -> list[str]:
-    """"Cloud Storage (us-central1)" for each dependency the incident says caused it."""
-    return list(IncidentCause.objects.filter(incident_id=incident_id).order_by("label").values_list("label", flat=True))
+    """ "Cloud Storage (us-central1)" for each dependency the incident says caused it."""
+    return list(
+        IncidentCause.objects.filter(incident_id=incident_id)
+        .order_by("label")
+        .values_list("label", flat=True)
+    )

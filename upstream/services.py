@@ -22,13 +22,17 @@ from upstream.models import Dependency, IncidentCause, Provider, UpstreamCompone
 from upstream.parsers import ParseError, Read, parse
 
 MANAGE = "upstream.manage"
+BATCH = 50  # providers read per beat tick; the rest on the next one
+KEEP_INCIDENTS = 50  # per provider, the most recently updated
 _PROVIDER_FIELDS = frozenset({"name", "url", "kind", "poll_interval_seconds", "is_shown", "position"})
 
 
 def _check_provider(provider: Provider) -> None:
     if provider.poll_interval_seconds < settings.UPSTREAM_MIN_INTERVAL_SECONDS:
         raise ValidationError(
-            {"poll_interval_seconds": f"Read it at most every {settings.UPSTREAM_MIN_INTERVAL_SECONDS} seconds."}
+            {
+                "poll_interval_seconds": f"Read it at most every {settings.UPSTREAM_MIN_INTERVAL_SECONDS} seconds."
+            }
         )
     provider.full_clean()
 
@@ -76,7 +80,9 @@ class PollResult:
 def backoff(provider: Provider) -> timedelta:
     """The wait after the n-th failure in a row: the interval doubled each time, capped."""
     seconds = provider.poll_interval_seconds * 2 ** min(provider.failures, 16)
-    return timedelta(seconds=min(seconds, max(settings.UPSTREAM_MAX_BACKOFF_SECONDS, provider.poll_interval_seconds)))
+    return timedelta(
+        seconds=min(seconds, max(settings.UPSTREAM_MAX_BACKOFF_SECONDS, provider.poll_interval_seconds))
+    )
 
 
 def _claim(provider_id: int, now: datetime) -> Provider | None:
@@ -99,9 +105,11 @@ def _claim(provider_id: int, now: datetime) -> Provider | None:
 def providers_poll(*, now: datetime | None = None) -> PollResult:
     """Read every provider that is due (the beat task)."""
     now = now or timezone.now()
-    due = Provider.objects.filter(Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now)).values_list("pk", flat=True)
+    due = Provider.objects.filter(Q(next_poll_at__isnull=True) | Q(next_poll_at__lte=now)).values_list(
+        "pk", flat=True
+    )
     counts = {"read": 0, "unchanged": 0, "failed": 0}
-    for provider_id in list(due)[: settings.UPSTREAM_BATCH]:
+    for provider_id in list(due)[:BATCH]:
         provider = _claim(provider_id, now)
         if provider is None:
             continue
@@ -117,6 +125,17 @@ def provider_poll(*, provider: Provider, now: datetime) -> str:
     except (FetchError, ParseError) as exc:
         _failed(provider, str(exc), now)
         return "failed"
+    provider_record(
+        provider=provider, read=read, now=now, etag=fetched.etag, last_modified=fetched.last_modified
+    )
+    return "unchanged" if read is None else "read"
+
+
+def provider_record(
+    *, provider: Provider, read: Read | None, now: datetime, etag: str = "", last_modified: str = ""
+) -> None:
+    """Keep a good read (None: the document did not change) as of `now`; the poller's
+    path, and the demo's for its recorded documents."""
     with transaction.atomic():
         provider = Provider.objects.select_for_update().get(pk=provider.pk)
         was_unknown = provider.failures > 0 or provider.last_success_at is None
@@ -124,13 +143,12 @@ def provider_poll(*, provider: Provider, now: datetime) -> str:
         provider.failures = 0
         provider.last_error = ""
         provider.last_success_at = now
-        provider.etag, provider.last_modified = fetched.etag, fetched.last_modified
+        provider.etag, provider.last_modified = etag, last_modified
         provider.next_poll_at = now + timedelta(seconds=provider.poll_interval_seconds)
         provider.save()
         if provider.is_shown and (was_unknown or read is not None):
             public_state_changed()
         dependencies.components_changed(changed, now=now)
-    return "unchanged" if read is None else "read"
 
 
 def _failed(provider: Provider, error: str, now: datetime) -> None:
@@ -200,7 +218,7 @@ def _apply_incidents(provider: Provider, read: Read, now: datetime) -> None:
             resolved_at=now, status="resolved"
         )
     # Keep a bounded history per provider.
-    old = provider.incidents.order_by("-updated_at").values_list("pk", flat=True)[settings.UPSTREAM_KEEP_INCIDENTS :]
+    old = provider.incidents.order_by("-updated_at").values_list("pk", flat=True)[KEEP_INCIDENTS:]
     provider.incidents.filter(pk__in=list(old)).delete()
 
 

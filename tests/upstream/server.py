@@ -32,7 +32,7 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             served.requests.append({"path": self.path, **{k.lower(): v for k, v in self.headers.items()}})
             if served.delay:
                 time.sleep(served.delay)

@@ -4,6 +4,7 @@ a published incident caused by it says "affected through …" on its page."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -11,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from incidents import services as incidents
-from incidents.models import Incident, Location
+from incidents.models import Incident, Location, Product
 from incidents.selectors import product_statuses
 from tests.builders import make_location, make_product
 from tests.upstream.server import Served, serving
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def catalogue() -> dict[str, object]:
+def catalogue() -> dict[str, Any]:
     region = make_location("us-central1")
     return {
         "gmail": make_product("Gmail"),
@@ -33,13 +34,13 @@ def catalogue() -> dict[str, object]:
     }
 
 
-def _outage(storage: object, location: Location, level: str = "partial_outage") -> Incident:
+def _outage(storage: Product, location: Location, level: str = "partial_outage") -> Incident:
     now = timezone.now() - timedelta(minutes=5)
     return incidents.incident_open(
         title=f"Write errors in {location.name}",
         body="We are investigating.",
         started_at=now,
-        windows=[incidents.WindowSpec(product=storage, location=location, level=level, started_at=now)],  # type: ignore[arg-type]
+        windows=[incidents.WindowSpec(product=storage, location=location, level=level, started_at=now)],
     )
 
 
@@ -48,9 +49,11 @@ def _drafts() -> list[Incident]:
 
 
 def test_cloud_storage_in_partial_outage_suggests_a_draft_for_gmail_and_publishes_nothing(
-    catalogue: dict[str, object], client: Client
+    catalogue: dict[str, Any], client: Client
 ) -> None:
-    services.dependency_save(product=catalogue["gmail"], on_product=catalogue["storage"], on_location=catalogue["region"])
+    services.dependency_save(
+        product=catalogue["gmail"], on_product=catalogue["storage"], on_location=catalogue["region"]
+    )
     _outage(catalogue["storage"], catalogue["europe"])  # elsewhere: not a dependency
     assert _drafts() == []
 
@@ -60,7 +63,7 @@ def test_cloud_storage_in_partial_outage_suggests_a_draft_for_gmail_and_publishe
     assert [(w.product.name, w.level) for w in draft.windows.all()] == [("Gmail", "partial_outage")]
     assert "depends on Cloud Storage (us-central1)" in draft.internal_notes
     # Nothing public: Gmail is still operational on the page.
-    assert product_statuses().get(catalogue["gmail"].pk, "operational") == "operational"  # type: ignore[attr-defined]
+    assert product_statuses().get(catalogue["gmail"].pk, "operational") == "operational"
 
     # The dependency still degraded: no second suggestion.
     _outage(catalogue["storage"], catalogue["region"], level="major_outage")
@@ -74,7 +77,7 @@ def test_cloud_storage_in_partial_outage_suggests_a_draft_for_gmail_and_publishe
 
 
 def test_a_recovered_dependency_closes_its_suggestion_and_a_new_outage_suggests_again(
-    catalogue: dict[str, object],
+    catalogue: dict[str, Any],
 ) -> None:
     services.dependency_save(product=catalogue["gmail"], on_product=catalogue["storage"])
     first = _outage(catalogue["storage"], catalogue["region"])
@@ -85,7 +88,7 @@ def test_a_recovered_dependency_closes_its_suggestion_and_a_new_outage_suggests_
     assert Suggestion.objects.count() == 2 and len(_drafts()) == 2
 
 
-def test_an_upstream_component_in_partial_outage_suggests_a_draft(catalogue: dict[str, object]) -> None:
+def test_an_upstream_component_in_partial_outage_suggests_a_draft(catalogue: dict[str, Any]) -> None:
     served = Served()
     served.put("/incidents.json", "google-incidents.json", "application/json")
     with serving(served) as base:
@@ -94,10 +97,13 @@ def test_an_upstream_component_in_partial_outage_suggests_a_draft(catalogue: dic
     component = provider.components.get()
     services.dependency_save(product=catalogue["gmail"], on_component=component)
     [draft] = _drafts()
-    assert draft.title == "Gmail may be affected: Cloud Storage (us-central1) (Example Cloud) is in partial outage"
+    assert (
+        draft.title
+        == "Gmail may be affected: Cloud Storage (us-central1) (Example Cloud) is in partial outage"
+    )
 
 
-def test_a_dependency_is_one_target_never_itself_and_never_twice(catalogue: dict[str, object]) -> None:
+def test_a_dependency_is_one_target_never_itself_and_never_twice(catalogue: dict[str, Any]) -> None:
     gmail, storage = catalogue["gmail"], catalogue["storage"]
     with pytest.raises(ValidationError):
         services.dependency_save(product=gmail, on_product=gmail)

@@ -4,6 +4,7 @@ recorded Google incidents.json and Atom feed, and what the public section says."
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.django_db
 T0 = utc(2026, 11, 29, 19, 30)
 
 
-def _provider(url: str, kind: str, name: str = "Example Cloud", **fields: object) -> Provider:
+def _provider(url: str, kind: str, name: str = "Example Cloud", **fields: Any) -> Provider:
     fields = {"poll_interval_seconds": 60, "is_shown": True, **fields}
     return services.provider_save(name=name, url=url, kind=kind, **fields)
 
@@ -128,7 +129,9 @@ def test_two_ticks_at_once_read_a_provider_once() -> None:
 
 def test_a_provider_is_refused_a_too_short_interval_or_a_non_http_address() -> None:
     with pytest.raises(ValidationError):
-        services.provider_save(name="Eager", url="http://127.0.0.1:9/x", kind="google", poll_interval_seconds=5)
+        services.provider_save(
+            name="Eager", url="http://127.0.0.1:9/x", kind="google", poll_interval_seconds=5
+        )
     with pytest.raises(ValidationError):
         services.provider_save(name="File", url="file:///etc/passwd", kind="google")
     assert not Provider.objects.exists()
@@ -156,4 +159,3 @@ def test_the_section_shows_only_providers_the_operator_shows(
     assert "Third-party services" in page and "Cloud Storage (us-central1)" in page
     french = client.get("/fr/").content.decode()
     assert "Services tiers" in french
-

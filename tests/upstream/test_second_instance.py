@@ -36,7 +36,14 @@ class SecondInstance:
     def __init__(self, tmp: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        drop = {"DATABASE_URL", "REDIS_URL", "PAGE_CACHE_URL", "RATELIMIT_REDIS_URL", "SITE_URL", "DJANGO_SETTINGS_MODULE"}
+        drop = {
+            "DATABASE_URL",
+            "REDIS_URL",
+            "PAGE_CACHE_URL",
+            "RATELIMIT_REDIS_URL",
+            "SITE_URL",
+            "DJANGO_SETTINGS_MODULE",
+        }
         self.env = {k: v for k, v in os.environ.items() if k not in drop} | {
             "DATABASE_URL": f"sqlite:///{tmp / 'second.sqlite3'}",
             "SITE_URL": self.base,
@@ -48,7 +55,12 @@ class SecondInstance:
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
-            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stdout

@@ -5,123 +5,306 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('incidents', '0012_report_review'),
+        ("incidents", "0012_report_review"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Provider',
+            name="Provider",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('url', models.URLField(help_text='The summary.json, incidents.json or feed address.', max_length=500)),
-                ('kind', models.CharField(choices=[('statuspage_v2', 'Statuspage v2 JSON (/api/v2/summary.json)'), ('google', 'Google-style incidents.json'), ('feed', 'Atom or RSS feed')], max_length=16)),
-                ('poll_interval_seconds', models.PositiveIntegerField(default=300, help_text='How often to read it (60 s or more).')),
-                ('is_shown', models.BooleanField(default=False, help_text="Show it in the public page's “Third-party services” section.")),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('etag', models.CharField(blank=True, editable=False, max_length=200)),
-                ('last_modified', models.CharField(blank=True, editable=False, max_length=100)),
-                ('next_poll_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('last_attempt_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('last_success_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('failures', models.PositiveIntegerField(default=0, editable=False, help_text='Failed reads in a row.')),
-                ('last_error', models.CharField(blank=True, editable=False, max_length=300)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "url",
+                    models.URLField(
+                        help_text="The summary.json, incidents.json or feed address.", max_length=500
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("statuspage_v2", "Statuspage v2 JSON (/api/v2/summary.json)"),
+                            ("google", "Google-style incidents.json"),
+                            ("feed", "Atom or RSS feed"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "poll_interval_seconds",
+                    models.PositiveIntegerField(
+                        default=300, help_text="How often to read it (60 s or more)."
+                    ),
+                ),
+                (
+                    "is_shown",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Show it in the public page's “Third-party services” section.",
+                    ),
+                ),
+                ("position", models.PositiveIntegerField(default=0)),
+                ("etag", models.CharField(blank=True, editable=False, max_length=200)),
+                ("last_modified", models.CharField(blank=True, editable=False, max_length=100)),
+                ("next_poll_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("last_attempt_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("last_success_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                (
+                    "failures",
+                    models.PositiveIntegerField(
+                        default=0, editable=False, help_text="Failed reads in a row."
+                    ),
+                ),
+                ("last_error", models.CharField(blank=True, editable=False, max_length=300)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['position', 'name'],
+                "ordering": ["position", "name"],
             },
         ),
         migrations.CreateModel(
-            name='UpstreamComponent',
+            name="UpstreamComponent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200)),
-                ('name', models.CharField(max_length=200)),
-                ('status', models.CharField(default='operational', max_length=24)),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('is_listed', models.BooleanField(default=True, help_text="Still in the provider's latest read.")),
-                ('changed_at', models.DateTimeField(blank=True, null=True)),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='components', to='upstream.provider')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=200)),
+                ("name", models.CharField(max_length=200)),
+                ("status", models.CharField(default="operational", max_length=24)),
+                ("position", models.PositiveIntegerField(default=0)),
+                (
+                    "is_listed",
+                    models.BooleanField(default=True, help_text="Still in the provider's latest read."),
+                ),
+                ("changed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="components",
+                        to="upstream.provider",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['provider', 'position', 'name'],
+                "ordering": ["provider", "position", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Dependency',
+            name="Dependency",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('level', models.CharField(choices=[('degraded_performance', 'Degraded performance'), ('partial_outage', 'Partial outage'), ('major_outage', 'Major outage'), ('under_maintenance', 'Under maintenance')], default='partial_outage', help_text='The level the suggested draft gives the dependent product.', max_length=24)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('on_location', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.location')),
-                ('on_product', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.product')),
-                ('product', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.product')),
-                ('on_component', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='dependents', to='upstream.upstreamcomponent')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "level",
+                    models.CharField(
+                        choices=[
+                            ("degraded_performance", "Degraded performance"),
+                            ("partial_outage", "Partial outage"),
+                            ("major_outage", "Major outage"),
+                            ("under_maintenance", "Under maintenance"),
+                        ],
+                        default="partial_outage",
+                        help_text="The level the suggested draft gives the dependent product.",
+                        max_length=24,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "on_location",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="incidents.location",
+                    ),
+                ),
+                (
+                    "on_product",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="incidents.product",
+                    ),
+                ),
+                (
+                    "product",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="incidents.product"
+                    ),
+                ),
+                (
+                    "on_component",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dependents",
+                        to="upstream.upstreamcomponent",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'dependencies',
+                "verbose_name_plural": "dependencies",
             },
         ),
         migrations.CreateModel(
-            name='UpstreamIncident',
+            name="UpstreamIncident",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=200)),
-                ('title', models.CharField(max_length=300)),
-                ('status', models.CharField(blank=True, max_length=40)),
-                ('level', models.CharField(default='partial_outage', max_length=24)),
-                ('url', models.URLField(blank=True, max_length=500)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(blank=True, null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('components', models.CharField(blank=True, help_text='What it affects, as the provider names it.', max_length=500)),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='incidents', to='upstream.provider')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=200)),
+                ("title", models.CharField(max_length=300)),
+                ("status", models.CharField(blank=True, max_length=40)),
+                ("level", models.CharField(default="partial_outage", max_length=24)),
+                ("url", models.URLField(blank=True, max_length=500)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(blank=True, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "components",
+                    models.CharField(
+                        blank=True, help_text="What it affects, as the provider names it.", max_length=500
+                    ),
+                ),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="incidents",
+                        to="upstream.provider",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['provider', '-updated_at'],
+                "ordering": ["provider", "-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='IncidentCause',
+            name="IncidentCause",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(help_text='e.g. Cloud Storage (us-central1)', max_length=300)),
-                ('dependency', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='upstream.dependency')),
-                ('incident', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='dependency_causes', to='incidents.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("label", models.CharField(help_text="e.g. Cloud Storage (us-central1)", max_length=300)),
+                (
+                    "dependency",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="upstream.dependency",
+                    ),
+                ),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dependency_causes",
+                        to="incidents.incident",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('incident', 'label'), name='incident_cause_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("incident", "label"), name="incident_cause_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Suggestion',
+            name="Suggestion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('cause_level', models.CharField(max_length=24)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('closed_at', models.DateTimeField(blank=True, help_text='When the dependency recovered.', null=True)),
-                ('dependency', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='suggestions', to='upstream.dependency')),
-                ('incident', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='dependency_suggestion', to='incidents.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("cause_level", models.CharField(max_length=24)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "closed_at",
+                    models.DateTimeField(blank=True, help_text="When the dependency recovered.", null=True),
+                ),
+                (
+                    "dependency",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="suggestions",
+                        to="upstream.dependency",
+                    ),
+                ),
+                (
+                    "incident",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="dependency_suggestion",
+                        to="incidents.incident",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(condition=models.Q(('closed_at__isnull', True)), fields=('dependency',), name='suggestion_one_open')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("closed_at__isnull", True)),
+                        fields=("dependency",),
+                        name="suggestion_one_open",
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='upstreamcomponent',
-            constraint=models.UniqueConstraint(fields=('provider', 'external_id'), name='upstream_component_unique'),
+            model_name="upstreamcomponent",
+            constraint=models.UniqueConstraint(
+                fields=("provider", "external_id"), name="upstream_component_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='dependency',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('on_product__isnull', False), ('on_component__isnull', True)), models.Q(('on_product__isnull', True), ('on_component__isnull', False), ('on_location__isnull', True)), _connector='OR'), name='dependency_one_target'),
+            model_name="dependency",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("on_product__isnull", False), ("on_component__isnull", True)),
+                    models.Q(
+                        ("on_product__isnull", True),
+                        ("on_component__isnull", False),
+                        ("on_location__isnull", True),
+                    ),
+                    _connector="OR",
+                ),
+                name="dependency_one_target",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='upstreamincident',
-            constraint=models.UniqueConstraint(fields=('provider', 'external_id'), name='upstream_incident_unique'),
+            model_name="upstreamincident",
+            constraint=models.UniqueConstraint(
+                fields=("provider", "external_id"), name="upstream_incident_unique"
+            ),
         ),
     ]

@@ -12,6 +12,7 @@ from demo import incidents as demo
 from demo import postmortem_follow
 from demo import postmortem_timeline as timeline_demo
 from demo import templates as templates_demo
+from demo import upstream as upstream_demo
 
 
 class Command(BaseCommand):
@@ -19,7 +20,8 @@ class Command(BaseCommand):
         "Load demo data: a staff login (staff / staff-demo), Google Workspace and Google "
         "Cloud products, regions and zones, three incidents retold from published incident "
         "reports, a few recent small incidents and an upcoming maintenance, SLA customers, message "
-        "templates and an Alertmanager integration to fire a test alert at. Idempotent: "
+        "templates, an Alertmanager integration to fire a test alert at, two recorded upstream "
+        "providers and a dependency (Gmail on Cloud Storage in us-central1). Idempotent: "
         "whatever already exists is left exactly as it is, so running it again changes nothing."
     )
 
@@ -31,6 +33,7 @@ class Command(BaseCommand):
         alerts = alerts_demo.load(stdout=self.stdout)
         timeline = timeline_demo.load(stdout=self.stdout)
         follow = postmortem_follow.load(stdout=self.stdout)
+        upstream = upstream_demo.load(stdout=self.stdout)
         others = (
             credits.policies_created,
             credits.customers_created,
@@ -38,6 +41,8 @@ class Command(BaseCommand):
             timeline.entries_created,
             timeline.links_created,
             follow.items_retold or follow.items_created,
+            upstream.providers_created,
+            upstream.dependencies_created,
         )
         if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(
