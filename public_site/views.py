@@ -61,7 +61,9 @@ status_index_entry = with_language_entry(status_index)
 def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:
     page = public_selectors.incident_page(public_id=public_id, user=user, now=timezone.now())
     causes = upstream_selectors.incident_causes(page.incident.pk)
-    return render(request, "public/incident.html", {"page": page, "incident": page.incident, "causes": causes})
+    return render(
+        request, "public/incident.html", {"page": page, "incident": page.incident, "causes": causes}
+    )
 
 
 @public_page("incident")
