@@ -563,6 +563,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # --- Upstream providers (upstream/; each setting: docs/settings.md) -------------------------------
+# Off: the public pages read nothing of upstream/ (no section, no "affected through" line).
+UPSTREAM_ON_PUBLIC_PAGES = env_bool("UPSTREAM_ON_PUBLIC_PAGES", False)
 UPSTREAM_MIN_INTERVAL_SECONDS = env_int("UPSTREAM_MIN_INTERVAL_SECONDS", 60)
 UPSTREAM_MAX_BACKOFF_SECONDS = env_int("UPSTREAM_MAX_BACKOFF_SECONDS", 3600)
 UPSTREAM_TIMEOUT_SECONDS = env_float("UPSTREAM_TIMEOUT_SECONDS", 10.0)

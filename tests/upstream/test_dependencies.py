@@ -49,7 +49,7 @@ def _drafts() -> list[Incident]:
 
 
 def test_cloud_storage_in_partial_outage_suggests_a_draft_for_gmail_and_publishes_nothing(
-    catalogue: dict[str, Any], client: Client
+    catalogue: dict[str, Any], client: Client, on_pages: None
 ) -> None:
     services.dependency_save(
         product=catalogue["gmail"], on_product=catalogue["storage"], on_location=catalogue["region"]

@@ -143,10 +143,12 @@ def test_a_never_read_provider_is_unknown_not_operational() -> None:
     assert view.unknown and view.since is None
 
 
-def test_the_section_shows_only_providers_the_operator_shows(
+def test_the_section_shows_only_providers_the_operator_shows_once_turned_on(
     client: Client,
+    settings: Any,
     django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
 ) -> None:
+    settings.UPSTREAM_ON_PUBLIC_PAGES = True
     served = Served()
     served.put("/incidents.json", "google-incidents.json", "application/json")
     with serving(served) as base, django_capture_on_commit_callbacks(execute=True):
@@ -159,3 +161,7 @@ def test_the_section_shows_only_providers_the_operator_shows(
     assert "Third-party services" in page and "Cloud Storage (us-central1)" in page
     french = client.get("/fr/").content.decode()
     assert "Services tiers" in french
+    settings.UPSTREAM_ON_PUBLIC_PAGES = False
+    with django_capture_on_commit_callbacks(execute=True):
+        services.provider_save(provider=provider, position=1)  # a new render
+    assert "Third-party services" not in client.get("/").content.decode()

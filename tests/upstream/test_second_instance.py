@@ -140,6 +140,7 @@ def _our_figures(client: Client) -> tuple[str, str]:
 def test_a_second_instance_a_google_feed_and_an_atom_feed_are_read_into_their_own_section(
     second: SecondInstance,
     client: Client,
+    on_pages: None,
     django_capture_on_commit_callbacks,  # type: ignore[no-untyped-def]
 ) -> None:
     gmail = make_product("Gmail")
