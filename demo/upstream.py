@@ -1,8 +1,8 @@
 """Demo upstream providers and a dependency: Gmail stores attachments in Cloud Storage in
 us-central1, so an outage there suggests a Gmail draft to staff. Two providers keep a
 recorded read (a Google-style incidents.json and an Atom feed, shipped in demo/recorded/);
-their addresses are examples, so once polling runs they show "unknown since" the recorded
-read. The public section stays off until an operator ticks "shown" on a provider.
+their addresses point at a closed loopback port (the demo reaches no other host), so once
+polling runs they show "unknown since" the recorded read: put a real address in to follow one. The public section stays off until an operator ticks "shown" on a provider.
 Created through `upstream.services`; keyed on names, existing rows are left as they are.
 """
 
@@ -22,8 +22,8 @@ from upstream.parsers import parse
 
 RECORDED = Path(__file__).parent / "recorded"
 PROVIDERS = (
-    ("Example Cloud", "https://status.cloud.example.com/incidents.json", "google", "google-incidents.json"),
-    ("Example Mail Relay", "https://status.example.net/history.atom", "feed", "feed.atom"),
+    ("Example Cloud", "http://127.0.0.1:9/example-cloud/incidents.json", "google", "google-incidents.json"),
+    ("Example Mail Relay", "http://127.0.0.1:9/example-mail-relay/history.atom", "feed", "feed.atom"),
 )
 
 

@@ -132,7 +132,7 @@ class Dependency(models.Model):
     def target_label(self) -> str:
         """e.g. "Cloud Storage (us-central1)"."""
         if self.on_component is not None:
-            return f"{self.on_component.name} ({self.on_component.provider.name})"
+            return f"{self.on_component.name} at {self.on_component.provider.name}"
         assert self.on_product is not None
         if self.on_location is not None:
             return f"{self.on_product.name} ({self.on_location.name})"

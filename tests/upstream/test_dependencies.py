@@ -99,7 +99,7 @@ def test_an_upstream_component_in_partial_outage_suggests_a_draft(catalogue: dic
     [draft] = _drafts()
     assert (
         draft.title
-        == "Gmail may be affected: Cloud Storage (us-central1) (Example Cloud) is in partial outage"
+        == "Gmail may be affected: Cloud Storage (us-central1) at Example Cloud is in partial outage"
     )
 
 
