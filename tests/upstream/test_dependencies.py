@@ -73,7 +73,7 @@ def test_cloud_storage_in_partial_outage_suggests_a_draft_for_gmail_and_publishe
     page = client.get(f"/incidents/{draft.public_id}/").content.decode()
     assert "Affected through Cloud Storage (us-central1)" in page
     french = client.get(f"/fr/incidents/{draft.public_id}/").content.decode()
-    assert "Concerné par l’intermédiaire de Cloud Storage (us-central1)" in french
+    assert "Touché par l’intermédiaire de Cloud Storage (us-central1)" in french
 
 
 def test_a_recovered_dependency_closes_its_suggestion_and_a_new_outage_suggests_again(
