@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -149,24 +148,23 @@ class IncidentCauseAdmin(_Managed):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ["incident", "label"] if obj is not None else []
 
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        if "dependency" in form.base_fields:
+            form.base_fields["dependency"].required = True
+        return form
+
     def save_model(self, request: HttpRequest, obj: IncidentCause, form: Any, change: bool) -> None:
         if change:
             return
-        dependency = form.cleaned_data.get("dependency")
-        if dependency is None:
-            call_service("", _refuse, error=ValidationError({"dependency": "Choose the dependency."}))
         saved = call_service(
             "",
             services.cause_add,
             incident=form.cleaned_data["incident"],
-            dependency=dependency,
+            dependency=form.cleaned_data["dependency"],
             actor=actor(request),
         )
         adopt(obj, saved)
 
     def delete_model(self, request: HttpRequest, obj: IncidentCause) -> None:
         services.cause_delete(cause=obj, actor=actor(request))
-
-
-def _refuse(*, error: Exception) -> None:
-    raise error

@@ -3,6 +3,7 @@ with a timeout and a size limit. No retries here: the poller backs off and comes
 
 from __future__ import annotations
 
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -32,10 +33,14 @@ class _NoRedirectToOtherSchemes(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirectToOtherSchemes)
 
 
-def _read_bounded(response: object, limit: int) -> bytes:
+def _read_bounded(response: object, limit: int, *, deadline: float) -> bytes:
+    """At most `limit` bytes, before `deadline` (the socket timeout bounds each wait, not a
+    server that drips a byte at a time)."""
     chunks: list[bytes] = []
     size = 0
     while True:
+        if time.monotonic() > deadline:
+            raise FetchError("the document took too long to arrive")
         chunk = response.read(65536)  # type: ignore[attr-defined]
         if not chunk:
             return b"".join(chunks)
@@ -63,7 +68,8 @@ def fetch(url: str, *, etag: str = "", last_modified: str = "") -> Fetched:
             length = response.headers.get("Content-Length")
             if length and length.isdigit() and int(length) > settings.UPSTREAM_MAX_BYTES:
                 raise FetchError(f"the document is larger than {settings.UPSTREAM_MAX_BYTES} bytes")
-            body = _read_bounded(response, settings.UPSTREAM_MAX_BYTES)
+            deadline = time.monotonic() + 3 * settings.UPSTREAM_TIMEOUT_SECONDS
+            body = _read_bounded(response, settings.UPSTREAM_MAX_BYTES, deadline=deadline)
             return Fetched(
                 not_modified=False,
                 body=body,

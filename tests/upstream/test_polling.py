@@ -3,6 +3,7 @@ recorded Google incidents.json and Atom feed, and what the public section says."
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -165,3 +166,39 @@ def test_the_section_shows_only_providers_the_operator_shows_once_turned_on(
     with django_capture_on_commit_callbacks(execute=True):
         services.provider_save(provider=provider, position=1)  # a new render
     assert "Third-party services" not in client.get("/").content.decode()
+
+
+def _summary(components: list[tuple[str, str, str]], incidents: list[tuple[str, str, str]]) -> bytes:
+    return json.dumps(
+        {
+            "page": {"id": "p", "name": "Second"},
+            "components": [{"id": i, "name": n, "status": s, "group": False} for i, n, s in components],
+            "incidents": [
+                {"id": i, "name": n, "status": "investigating", "impact": impact, "components": []}
+                for i, n, impact in incidents
+            ],
+        }
+    ).encode()
+
+
+def test_a_statuspage_summary_resolves_what_it_no_longer_lists_and_hides_removed_components() -> None:
+    served = Served()
+    served.documents["/s.json"] = (
+        _summary(
+            [("a", "API", "major_outage"), ("b", "Web", "operational")], [("i1", "API down", "critical")]
+        ),
+        "application/json",
+    )
+    with serving(served) as base:
+        provider = _provider(f"{base}/s.json", "statuspage_v2")
+        services.providers_poll(now=T0)
+        incident = provider.incidents.get()
+        assert (incident.level, incident.resolved_at) == ("major_outage", None)
+        served.documents["/s.json"] = (_summary([("a", "API", "operational")], []), "application/json")
+        services.providers_poll(now=T0 + timedelta(seconds=60))
+
+    incident.refresh_from_db()
+    assert incident.resolved_at == T0 + timedelta(seconds=60) and incident.status == "resolved"
+    [view] = selectors.third_party_section(now=T0 + timedelta(seconds=60))
+    assert [(c.name, c.status) for c in view.components] == [("API", "operational")]
+    assert view.incidents == []
