@@ -34,6 +34,7 @@ ACTIONS: dict[str, str] = {
     "subscriber.manage": "manage subscribers",
     "apikey.manage": "create and revoke API keys",
     "page.manage": "manage the internal and customer status pages and their keys",
+    "upstream.manage": "manage upstream providers and product dependencies",
     "users.manage": "manage users and roles",
 }
 
@@ -64,7 +65,14 @@ ROLES: dict[str, frozenset[str]] = {
         }
     ),
     "Integrations": frozenset(
-        {"console.view", "alerts.manage", "webhook.manage", "subscriber.manage", "apikey.manage"}
+        {
+            "console.view",
+            "alerts.manage",
+            "webhook.manage",
+            "subscriber.manage",
+            "apikey.manage",
+            "upstream.manage",
+        }
     ),
     "Administrator": frozenset(ACTIONS),
 }
@@ -75,7 +83,7 @@ ROLES: dict[str, frozenset[str]] = {
 ADMIN_APPS: dict[str, tuple[str, ...]] = {
     "Responder": ("incidents",),
     "Finance": ("credits",),
-    "Integrations": ("alerts", "api", "subscriptions"),
+    "Integrations": ("alerts", "api", "subscriptions", "upstream"),
 }
 
 

@@ -33,6 +33,7 @@ from public_site import uptime as public_uptime
 from public_site.cards import status_cards
 from public_site.languages import with_language_entry
 from public_site.live_markup import mark_live_sections
+from upstream import selectors as upstream_selectors
 
 
 @public_page("index", cheap=True)
@@ -47,6 +48,10 @@ def status_index(request: HttpRequest) -> HttpResponse:
     # bytes until something changes (the live script then transfers nothing).
     updated_at = version_time(public_state_version()) or now
     context = {"page": page, "recent": recent, "cards": cards, "updated_at": updated_at}
+    # Third-party services: only when the operator turned them on, and only the providers
+    # marked shown (none: no section, the page unchanged).
+    if settings.UPSTREAM_ON_PUBLIC_PAGES:
+        context["third_party"] = upstream_selectors.third_party_section(now=now)
     return render(request, "public/index.html", context)
 
 
@@ -57,7 +62,10 @@ status_index_entry = with_language_entry(status_index)
 
 def _render_incident(request: HttpRequest, public_id: str, user: Any) -> HttpResponse:
     page = public_selectors.incident_page(public_id=public_id, user=user, now=timezone.now())
-    return render(request, "public/incident.html", {"page": page, "incident": page.incident})
+    causes = upstream_selectors.incident_causes(page.incident.pk) if settings.UPSTREAM_ON_PUBLIC_PAGES else []
+    return render(
+        request, "public/incident.html", {"page": page, "incident": page.incident, "causes": causes}
+    )
 
 
 @public_page("incident")

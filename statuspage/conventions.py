@@ -53,6 +53,7 @@ ROOMS = [
     "credits",
     "subscriptions",
     "alerts",
+    "upstream",
     "measurements",
     "incidents",
     "outbox",

@@ -566,6 +566,16 @@ CELERY_BEAT_SCHEDULE = {
     "alerts-purge-payloads": {"task": "alerts.tasks.purge_payloads", "schedule": 3600.0},
 }
 
+# --- Upstream providers (upstream/; each setting: docs/settings.md) -------------------------------
+# Off: the public pages read nothing of upstream/ (no section, no "affected through" line).
+UPSTREAM_ON_PUBLIC_PAGES = env_bool("UPSTREAM_ON_PUBLIC_PAGES", False)
+UPSTREAM_MIN_INTERVAL_SECONDS = env_int("UPSTREAM_MIN_INTERVAL_SECONDS", 60)
+UPSTREAM_MAX_BACKOFF_SECONDS = env_int("UPSTREAM_MAX_BACKOFF_SECONDS", 3600)
+UPSTREAM_TIMEOUT_SECONDS = env_float("UPSTREAM_TIMEOUT_SECONDS", 10.0)
+UPSTREAM_MAX_BYTES = env_int("UPSTREAM_MAX_BYTES", 2 * 1024 * 1024)
+UPSTREAM_USER_AGENT = env_str("UPSTREAM_USER_AGENT", f"statuspage-upstream/1 (+{SITE_URL})")
+CELERY_BEAT_SCHEDULE["upstream-poll"] = {"task": "upstream.tasks.poll_providers", "schedule": 30.0}
+
 # --- Markdown rendering (incidents/markdown.py) -------------------------------------------------
 # CPU time (not wall time: load does not refuse a post), then a wall-time backstop, for the
 # child that renders staff Markdown (docs/adr/0004-markdown-bounds.md).

@@ -14,6 +14,7 @@ from demo import portal as portal_demo
 from demo import postmortem_follow
 from demo import postmortem_timeline as timeline_demo
 from demo import templates as templates_demo
+from demo import upstream as upstream_demo
 
 
 class Command(BaseCommand):
@@ -21,7 +22,8 @@ class Command(BaseCommand):
         "Load demo data: a staff login (staff / staff-demo), Google Workspace and Google "
         "Cloud products, regions and zones, three incidents retold from published incident "
         "reports, a few recent small incidents and an upcoming maintenance, SLA customers, message "
-        "templates and an Alertmanager integration to fire a test alert at. Idempotent: "
+        "templates, an Alertmanager integration to fire a test alert at, two recorded upstream "
+        "providers and a dependency (Gmail on Cloud Storage in us-central1). Idempotent: "
         "whatever already exists is left exactly as it is, so running it again changes nothing."
     )
 
@@ -35,6 +37,7 @@ class Command(BaseCommand):
         follow = postmortem_follow.load(stdout=self.stdout)
         pages = audiences_demo.load(stdout=self.stdout)
         portal_added = portal_demo.load()
+        upstream = upstream_demo.load(stdout=self.stdout)
         others = (
             credits.policies_created,
             credits.customers_created,
@@ -44,6 +47,8 @@ class Command(BaseCommand):
             follow.items_retold or follow.items_created,
             pages.pages_created,
             portal_added,
+            upstream.providers_created,
+            upstream.dependencies_created,
         )
         if summary.created_anything or any(others) or alerts.integrations_created:
             self.stdout.write(
