@@ -3,8 +3,8 @@ from django.urls import path
 from console import (
     credit_views,
     edit_views,
-    reconcile_views,
     page_views,
+    reconcile_views,
     report_exports,
     report_views,
     review_views,

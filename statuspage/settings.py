@@ -40,8 +40,7 @@ SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # The organisation's name: pages, feeds and emails say "<SITE_NAME> status" unless it says
 # "status" already (core.text.site_title), so the default reads "Status", not "Status status".
 SITE_NAME = env_str("SITE_NAME", "Status")
-# A WebSub hub the public feeds advertise and that is pinged after every public change
-# (public_site/websub.py); empty: no hub, the feeds unchanged.
+# WebSub hub advertised by the feeds, pinged after public changes (public_site/websub.py).
 WEBSUB_HUB_URL = env_str("WEBSUB_HUB_URL", "")
 
 INSTALLED_APPS = [
@@ -566,8 +565,7 @@ CELERY_BEAT_SCHEDULE = {
     "alerts-purge-payloads": {"task": "alerts.tasks.purge_payloads", "schedule": 3600.0},
 }
 
-# --- Upstream providers (upstream/; each setting: docs/settings.md) -------------------------------
-# Off: the public pages read nothing of upstream/ (no section, no "affected through" line).
+# Upstream providers (docs/settings.md); off: public pages read nothing of upstream/.
 UPSTREAM_ON_PUBLIC_PAGES = env_bool("UPSTREAM_ON_PUBLIC_PAGES", False)
 UPSTREAM_MIN_INTERVAL_SECONDS = env_int("UPSTREAM_MIN_INTERVAL_SECONDS", 60)
 UPSTREAM_MAX_BACKOFF_SECONDS = env_int("UPSTREAM_MAX_BACKOFF_SECONDS", 3600)

@@ -4,14 +4,41 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('core', '0002_roles'),
+        ("core", "0002_roles"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='access',
-            options={'default_permissions': (), 'managed': False, 'permissions': [('console_view', 'Can read the console, insights and drafts'), ('incident_declare', 'Can declare incidents'), ('incident_update', 'Can post incident updates'), ('incident_resolve', 'Can resolve incidents'), ('incident_edit', 'Can edit incidents and their impact windows'), ('incident_publish_draft', 'Can publish draft incidents'), ('report_write', 'Can write incident reports and action items'), ('report_publish', 'Can approve and publish incident reports'), ('template_write', 'Can edit message templates'), ('customer_write', 'Can manage SLA customers and their entitlements'), ('policy_write', 'Can manage SLA policies and tiers'), ('credits_compute', 'Can compute SLA credits'), ('credits_review', 'Can review, cancel and prepare SLA credit notices'), ('credits_send', 'Can send SLA credit notices'), ('credits_statement', 'Can read credit statements and exports'), ('portal_access', 'Can manage who may sign in to the customer portal'), ('alerts_manage', 'Can manage alert integrations and rules'), ('webhook_manage', 'Can manage subscriber webhooks'), ('subscriber_manage', 'Can manage subscribers'), ('apikey_manage', 'Can create and revoke API keys'), ('page_manage', 'Can manage the internal and customer status pages and their keys'), ('upstream_manage', 'Can manage upstream providers and product dependencies'), ('users_manage', 'Can manage users and roles')]},
+            name="access",
+            options={
+                "default_permissions": (),
+                "managed": False,
+                "permissions": [
+                    ("console_view", "Can read the console, insights and drafts"),
+                    ("incident_declare", "Can declare incidents"),
+                    ("incident_update", "Can post incident updates"),
+                    ("incident_resolve", "Can resolve incidents"),
+                    ("incident_edit", "Can edit incidents and their impact windows"),
+                    ("incident_publish_draft", "Can publish draft incidents"),
+                    ("report_write", "Can write incident reports and action items"),
+                    ("report_publish", "Can approve and publish incident reports"),
+                    ("template_write", "Can edit message templates"),
+                    ("customer_write", "Can manage SLA customers and their entitlements"),
+                    ("policy_write", "Can manage SLA policies and tiers"),
+                    ("credits_compute", "Can compute SLA credits"),
+                    ("credits_review", "Can review, cancel and prepare SLA credit notices"),
+                    ("credits_send", "Can send SLA credit notices"),
+                    ("credits_statement", "Can read credit statements and exports"),
+                    ("portal_access", "Can manage who may sign in to the customer portal"),
+                    ("alerts_manage", "Can manage alert integrations and rules"),
+                    ("webhook_manage", "Can manage subscriber webhooks"),
+                    ("subscriber_manage", "Can manage subscribers"),
+                    ("apikey_manage", "Can create and revoke API keys"),
+                    ("page_manage", "Can manage the internal and customer status pages and their keys"),
+                    ("upstream_manage", "Can manage upstream providers and product dependencies"),
+                    ("users_manage", "Can manage users and roles"),
+                ],
+            },
         ),
     ]
