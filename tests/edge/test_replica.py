@@ -9,9 +9,6 @@ on the primary is missing from the public page served from it but present for st
 from __future__ import annotations
 
 import copy
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,7 +20,6 @@ from django.db import connections, router, transaction
 from django.test import Client
 from django.utils import timezone
 
-from edge import replica as replica_module
 from edge.replica import REPLICA, health, public_read
 from incidents.models import Incident
 from tests.builders import make_incident, make_product
@@ -218,28 +214,3 @@ def test_a_stopped_replica_falls_back_to_the_primary_and_the_page_stays_up(
     with public_read():
         assert router.db_for_read(Incident) == "default"
     print(f"\nfallback: first page after the replica stopped answered 200 in {elapsed * 1000:.0f} ms")
-
-
-def test_without_a_replica_url_nothing_changes() -> None:
-    from django.conf import settings
-
-    assert settings.DATABASE_ROUTERS == []
-    assert "edge.replica.PublicReadMiddleware" not in settings.MIDDLEWARE
-    env = {**os.environ, "DATABASE_REPLICA_URL": "postgres://postgres@127.0.0.1:5999/x", "DEBUG": "1"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    shown = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import os; os.environ['DJANGO_SETTINGS_MODULE'] = 'statuspage.settings'; "
-            "from django.conf import settings as s; m = s.MIDDLEWARE; "
-            "print(s.DATABASES['replica']['PORT'], s.DATABASES['replica']['TEST']['MIRROR'], s.DATABASE_ROUTERS[0], "
-            "m.index('edge.replica.PublicReadMiddleware') - m.index('django.contrib.auth.middleware.AuthenticationMiddleware'))",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert shown.stdout.split() == ["5999", "default", "edge.replica.ReplicaRouter", "1"]
-    assert replica_module.ReplicaRouter().allow_migrate(REPLICA, "incidents") is False
