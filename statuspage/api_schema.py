@@ -62,4 +62,5 @@ ENUM_NAME_OVERRIDES = {
     "SubscriberKindEnum": "subscriptions.models.SubscriberKind",  # issue 31: subscribers API
     "IncidentLinkKindEnum": "postmortems.models.LinkKind",  # issue 32: api/postmortems.py
     "PageVisibilityEnum": "audiences.models.PageVisibility",  # issue 33: api/pages.py
+    "TimelineVisibilityEnum": "postmortems.models.Visibility",  # issue 32: timeline entries
 }

@@ -171,6 +171,9 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
                 node[key] = draw(st.sampled_from(live[LIVE_IDS[key]]))
             elif key in TIME_ORDER and isinstance(value, str):
                 times.append((TIME_ORDER.index(key), node, key))
+            elif key == "tracker_url" and isinstance(value, str) and value:
+                # JSON Schema's `uri` admits "https://" (no host); Django's URLField rightly refuses it.
+                node[key] = "https://tracker.example.com/issues/1"
             else:
                 walk(value)
 

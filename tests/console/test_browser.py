@@ -376,7 +376,10 @@ def _other_downtime(gmail: Product, t0: datetime, incident: Incident) -> Decimal
     from credits.sla import Period
 
     start, end = Period.parse(f"{t0:%Y-%m}").bounds("US/Pacific")
-    others = ImpactWindow.objects.filter(product=gmail, started_at__lt=end).exclude(incident=incident)
+    # Published incidents only, as credits count them (a suggested draft from a dependency does not).
+    others = ImpactWindow.objects.filter(product=gmail, started_at__lt=end, incident__is_public=True).exclude(
+        incident=incident
+    )
     minutes = Decimal(0)
     for w in others.filter(level__in=[Level.MAJOR_OUTAGE, Level.PARTIAL_OUTAGE]):
         if w.ended_at is not None and w.ended_at <= start:
