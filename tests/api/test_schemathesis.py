@@ -37,7 +37,7 @@ from schemathesis.generation.modes import GenerationMode
 from alerts import services as alert_services
 from credits import confirm
 from credits import services as credit_services
-from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate
+from incidents.models import ActionItem, ImpactWindow, Incident, IncidentReport, IncidentUpdate, ProductGroup
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -93,6 +93,8 @@ LIVE_IDS = {
     "parent": "regions",
     # Issue 32: a link's other incident (api/postmortems.py).
     "to_incident": "incidents",
+    # A product's group, by name (api/catalogue): made-up names are rightly a 400.
+    "group": "groups",
 }
 # Times, in the order they must come (an end not before its start, detection not before
 # the start of impact, ...). The schema says each bound in words: JSON Schema cannot
@@ -124,6 +126,7 @@ def _live(world: World) -> dict[str, list[Any]]:
         "products": [world.gmail.slug, world.storage.slug, world.internal.slug],
         "locations": [world.region.name, world.zone.name],
         "regions": [world.region.name],
+        "groups": [ProductGroup.objects.get_or_create(name="Fuzzing group")[0].name],
         "policies": [policy.pk],
         "staff": ["alice"],
         "integrations": [
