@@ -20,6 +20,11 @@ from django.utils.translation import gettext_lazy as _
 from statuspage import conventions
 from statuspage.api_schema import API_TAGS, ENUM_NAME_OVERRIDES
 from statuspage.env import env_bool, env_float, env_int, env_list, env_str
+from statuspage.settings_db import (
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,  # noqa: F401 - a setting of its own
+    DB_STATEMENT_TIMEOUT_MS,
+    postgres_options,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -123,26 +128,11 @@ DATABASES: dict[str, dj_database_url.DBConfig] = {
         DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60), conn_health_checks=True
     )
 }
+# Timeouts and keepalives, so a slow or cut database holds no worker nor lock for long.
+_statement_timeout_ms = 0
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # A slow database must not pin every web worker: queries give up after this long.
-    _statement_timeout_ms = env_int("DB_STATEMENT_TIMEOUT_MS", 5000)
-    DATABASES["default"].setdefault("OPTIONS", {})
-    DATABASES["default"]["OPTIONS"].update(
-        {
-            "connect_timeout": env_int("DB_CONNECT_TIMEOUT", 3),
-            "options": f"-c statement_timeout={_statement_timeout_ms}",
-            # A peer that vanished (host down, network cut) is noticed by the kernel
-            # within seconds instead of the default two hours; a slow or silent one is
-            # bounded by DB_CLIENT_TIMEOUT_MS below, which TCP cannot see.
-            "keepalives": 1,
-            "keepalives_idle": 5,
-            "keepalives_interval": 2,
-            "keepalives_count": 3,
-            "tcp_user_timeout": env_int("DB_TCP_USER_TIMEOUT_MS", 10000),
-        }
-    )
-else:
-    _statement_timeout_ms = 0
+    DATABASES["default"].setdefault("OPTIONS", {}).update(postgres_options())
+    _statement_timeout_ms = DB_STATEMENT_TIMEOUT_MS
 # The client-side bound on one database round trip (edge/deadline.py): the server's
 # statement timeout does not cover a slow link or a server that stopped answering.
 # Default: the statement timeout plus a second. 0 turns it off.

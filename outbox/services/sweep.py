@@ -48,6 +48,13 @@ def outbox_sweep(*, now: datetime | None = None, limit: int | None = None) -> Sw
     return SweepResult(requeued=requeued, reclaimed=reclaimed, failed=failed, kicked=kicked)
 
 
+def _lock_or_skip(pk: int) -> OutboundMessage | None:
+    """The row, locked; None if another session holds it (a worker recording its outcome,
+    another sweeper): the sweep passes over it and the next one looks again, so one row
+    kept locked never stalls the sweep of every destination (bench/README.md, soak)."""
+    return OutboundMessage.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+
+
 def _fail_exhausted(now: datetime, limit: int) -> int:
     """Leases that ran out with no attempts left: the message kills its worker (or the
     worker keeps dying); stop and show it to staff instead of looping forever."""
@@ -57,9 +64,10 @@ def _fail_exhausted(now: datetime, limit: int) -> int:
     ).values_list("pk", flat=True)[:limit]
     for pk in list(exhausted):
         with transaction.atomic():
-            row = OutboundMessage.objects.select_for_update().get(pk=pk)
+            row = _lock_or_skip(pk)
             if (
-                row.state != MessageState.SENDING
+                row is None
+                or row.state != MessageState.SENDING
                 or row.lease_expires_at is None
                 or row.lease_expires_at >= now
             ):
@@ -86,8 +94,8 @@ def _finish_orphaned(now: datetime, limit: int) -> None:
     ).values_list("pk", flat=True)[:limit]
     for pk in list(orphaned):
         with transaction.atomic():
-            row = OutboundMessage.objects.select_for_update().get(pk=pk)
-            if not row.handlers_pending:
+            row = _lock_or_skip(pk)
+            if row is None or not row.handlers_pending:
                 continue
             row.handlers_pending = False
             row.save(update_fields=["handlers_pending", "updated_at"])
