@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from bench.soak.load import RANKS, History
+from bench.soak.load import History
 from bench.soak.stack import Stack
 
 Result = dict[str, Any]
@@ -160,39 +160,53 @@ def page_answers(history: History, *, target: float) -> Result:
     return {"figures": figures, "violations": violations}
 
 
-def _expected(writes: list[dict[str, Any]], t: float, bound: float) -> dict[str, tuple[int, float]]:
-    """incident -> (status rank, time) of its newest write acknowledged before t - bound."""
-    expected: dict[str, tuple[int, float]] = {}
+def _shown(status: str) -> str | None:
+    """How /api/v2/summary.json shows an incident in `status`: resolved ones are absent."""
+    return None if status == "resolved" else status
+
+
+def allowed_views(writes: list[dict[str, Any]], t0: float, t1: float, bound: float) -> set[str | None]:
+    """What an unmarked answer to a request sent at t0 and answered at t1 may show of one
+    incident (its `writes`): the state it had `bound` seconds before the request STARTED
+    (the newest write acknowledged by then; absent before any), or the state of any write
+    that may have landed since (started before the answer came, acknowledged after that
+    moment, or never acknowledged). The answer is compared with the state when the
+    request started, not when it ended: a write acknowledged while the request was in
+    flight may or may not be in it."""
+    horizon = t0 - bound
+    done = sorted(
+        (w for w in writes if w["code"] in (200, 201) and w["t1"] <= horizon), key=lambda w: w["t1"]
+    )
+    allowed = {_shown(done[-1]["status"])} if done else {None}
     for w in writes:
-        if w["t1"] < t - bound and (w["incident"] not in expected or expected[w["incident"]][1] < w["t1"]):
-            expected[w["incident"]] = (RANKS[w["status"]], w["t1"])
-    return expected
+        if w["t0"] < t1 and (w["t1"] > horizon or w["code"] not in (200, 201)):
+            allowed.add(_shown(w["status"]))
+    return allowed
 
 
 def page_fresh(history: History, *, bound: float) -> Result:
-    """No unmarked /api/v2/summary.json answer showed an incident's state older than
-    `bound` seconds: every write acknowledged more than `bound` before the request is in it."""
-    writes = [w for w in history.of("write") if w["code"] in (200, 201) and w["incident"]]
-    started = defaultdict(list)
-    for w in writes:
-        started[w["incident"]].append(w["t0"])
+    """No unmarked /api/v2/summary.json answer showed an incident in a state older than
+    `bound` seconds before the request started (allowed_views)."""
+    by_incident: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for w in history.of("write"):
+        if w["incident"] and w["status"]:
+            by_incident[w["incident"]].append(w)
     checked, violations, lags = 0, [], []
     for r in history.of("read"):
         if r.get("view") is None or r["stale"]:
             continue
         checked += 1
-        for incident, (rank, acked) in _expected(writes, r["t0"], bound).items():
+        for incident, writes in by_incident.items():
             shown = r["view"].get(incident)
-            newer = any(acked < t0 < r["t1"] for t0 in started[incident])
-            if shown is None:
-                old = rank < RANKS["resolved"] and not newer
-            else:
-                old = RANKS.get(shown, -1) < rank or (rank == RANKS["resolved"] and not newer)
-            if old:
-                lags.append(r["t0"] - acked)
-                violations.append(
-                    f"at {r['t0']}s incident {incident} shown {shown}, acknowledged {acked}s (X-Cache {r.get('cache', '')})"
-                )
+            if shown in allowed_views(writes, r["t0"], r["t1"], bound):
+                continue
+            done = [w["t1"] for w in writes if w["code"] in (200, 201) and w["t1"] <= r["t0"] - bound]
+            acked = max(done, default=r["t0"])
+            lags.append(r["t0"] - acked)
+            violations.append(
+                f"at {r['t0']}s incident {incident} shown {shown}, its newer state acknowledged at {acked}s"
+                f" (X-Cache {r.get('cache', '')})"
+            )
     figures = {
         "unmarked answers checked": checked,
         "stale bound s": bound,

@@ -26,7 +26,6 @@ from bench.soak.world import PERIODS, World
 READ_PATHS = ("/", "/api/v2/summary.json", "/history/", "/api/v1/incidents/", "/api/v2/status.json")
 # Answers a staff client retries with the same key: no answer, the server busy or failing.
 RETRY = {0, 409, 429, 500, 502, 503, 504}
-RANKS = {"investigating": 0, "identified": 1, "monitoring": 2, "resolved": 3}
 
 
 @dataclass

@@ -106,6 +106,7 @@ def app_env(
         GUNICORN_MAX_REQUESTS="0",
         # As the compose test: short leases and sweeps, so recovery fits in minutes.
         OUTBOX_LEASE_SECONDS="20",
+        DB_IDLE_IN_TRANSACTION_TIMEOUT_MS="20000",
         OUTBOX_SWEEP_INTERVAL="5",
         OUTBOX_SWEEP_GRACE_SECONDS="1",
         OUTBOX_KICK_LOST_SECONDS="5",
