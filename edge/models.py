@@ -1,8 +1,10 @@
-"""The edge room's own state: one row holding the public-state version stamp."""
+"""The edge room's own state: one row holding the public-state version stamp, the public
+writes whose bump is not known to have landed, and the pages that failed to render."""
 
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 
 class PublicStateStamp(models.Model):
@@ -23,6 +25,23 @@ class PublicStateStamp(models.Model):
 
     def __str__(self) -> str:
         return self.version
+
+
+class PendingBump(models.Model):
+    """A public write whose stamp bump is not known to have been stored yet.
+
+    Written in the write's own transaction, so it exists exactly when the write committed;
+    deleted once the bump after the commit reached both the stamp row and the shared cache.
+    One left behind (the process killed between the commit and the bump, the database or
+    the cache unreachable then) is re-applied by the sweep (edge.version.sweep_pending_bumps,
+    every PUBLIC_STATE_SWEEP_SECONDS): otherwise pages keyed by the old stamp would be served
+    as fresh until the next public write.
+    """
+
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"pending bump {self.pk} of {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class RenderProblem(models.Model):

@@ -1,4 +1,5 @@
-"""Tasks of the edge: the prerender after a public change (edge/prerender.py)."""
+"""Tasks of the edge: the prerender after a public change (edge/prerender.py), and the
+sweep of public-state bumps lost after their write committed (edge/version.py)."""
 
 from __future__ import annotations
 
@@ -12,3 +13,13 @@ from edge.prerender import prerender_all
 @shared_task(acks_late=True, ignore_result=True)
 def prerender_pages(version: str) -> dict[str, int]:
     return prerender_all(version=version).counts
+
+
+# Idempotent: a second run finds the rows the first cleared gone, or bumps once more.
+@shared_task(ignore_result=True)
+def sweep_public_state() -> int:
+    from django.conf import settings
+
+    from edge.version import sweep_pending_bumps
+
+    return sweep_pending_bumps(older_than=settings.PUBLIC_STATE_SWEEP_SECONDS)

@@ -1,7 +1,8 @@
 """The public-state version stamp: bumped after every public write commits; cached
 public renders are keyed by it, so a change shows on the next request. It lives in the
 shared cache and in one database row (read at most every PUBLIC_STATE_DB_POLL seconds
-while the cache is away). Failures never reach writers or readers.
+while the cache is away). Failures never reach writers or readers; a bump lost after its
+write committed is re-applied by the sweep (PendingBump, PUBLIC_STATE_SWEEP_SECONDS).
 Design: docs/adr/0003-page-cache.md.
 """
 
@@ -12,6 +13,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.core.cache import cache
 from django.db import transaction
@@ -48,15 +50,17 @@ def new_version() -> str:
     return f"{time.time_ns():016x}{secrets.randbits(32):08x}"
 
 
-def _db_write(version: str) -> None:
+def _db_write(version: str) -> bool:
     from edge.models import PublicStateStamp
 
     try:
         with deadline(DB_READ_BUDGET * 5):
             if not PublicStateStamp.objects.filter(pk=1).update(version=version):
                 PublicStateStamp.objects.get_or_create(pk=1, defaults={"version": version})
-    except Exception:  # noqa: BLE001 - the cache still has it; see the known limit above
+    except Exception:  # noqa: BLE001 - the pending row makes the sweep bump again
         logger.warning("could not store the public state version in the database")
+        return False
+    return True
 
 
 def _db_read() -> str | None:
@@ -76,32 +80,77 @@ def _remember(version: str) -> str:
     return version
 
 
-def _bump() -> None:
+def _bump(pending: list[int] | None = None) -> bool:
+    """A new stamp, stored in the row and the cache; the `pending` rows it answers for are
+    deleted once both took it. Whether both did."""
+    global _cache_missed
     version = new_version()
-    _db_write(version)
+    stored = _db_write(version)
     _remember(version)
     try:
         cache.set(VERSION_KEY, version, timeout=None)
     except Exception:  # noqa: BLE001 - readers fall back to the database row
-        global _cache_missed
         _cache_missed = True
+        stored = False
+    if stored and pending:
+        _pending_delete(pending)
     for listener in bumped:
         try:
             listener(version)
         except Exception:  # never the writer's problem
             logger.warning("a listener of the public state version failed", exc_info=True)
+    return stored
+
+
+def _pending_delete(pks: list[int]) -> None:
+    from edge.models import PendingBump
+
+    try:
+        with deadline(DB_READ_BUDGET * 5):
+            PendingBump.objects.filter(pk__in=pks).delete()
+    except Exception:  # noqa: BLE001 - left for the sweep, which only bumps once more
+        logger.warning("could not clear a pending public state bump")
+
+
+class _QueuedBump:
+    """The bump queued on commit for one transaction, with its pending row."""
+
+    def __init__(self, pending: int) -> None:
+        self.pending = pending
+
+    def __call__(self) -> None:
+        _bump([self.pending])
 
 
 def public_state_changed() -> None:
     """Call inside a service's transaction; the bump happens once it commits, once per
     transaction however many writes in it call this (a bump already queued at this
-    savepoint level or an outer one survives whatever this one survives)."""
+    savepoint level or an outer one survives whatever this one survives). A PendingBump
+    row written in the same transaction outlives a bump that is lost after the commit."""
+    from edge.models import PendingBump
+
     connection = transaction.get_connection()
     current = set(connection.savepoint_ids)
     for sids, func, *_ in connection.run_on_commit:
-        if func is _bump and set(sids) <= current:
+        if isinstance(func, _QueuedBump) and set(sids) <= current:
             return
-    transaction.on_commit(_bump)
+    transaction.on_commit(_QueuedBump(PendingBump.objects.create().pk))
+
+
+def sweep_pending_bumps(*, older_than: float) -> int:
+    """Bump once for the writes whose bump is not known to have landed `older_than`
+    seconds after their commit (the periodic task, PUBLIC_STATE_SWEEP_SECONDS); how many
+    it answered for (0 when the bump could not be stored: they stay for the next sweep)."""
+    from django.utils import timezone
+
+    from edge.models import PendingBump
+
+    since = timezone.now() - timedelta(seconds=older_than)
+    pks = list(PendingBump.objects.filter(created_at__lte=since).values_list("pk", flat=True)[:10_000])
+    if not pks:
+        return 0
+    logger.warning("re-applying %d lost public state bumps", len(pks))
+    return len(pks) if _bump(pks) else 0
 
 
 def _without_cache() -> str:

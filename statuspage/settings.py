@@ -588,3 +588,4 @@ LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
 from statuspage.settings_ops import *  # noqa: E402,F403
 from statuspage.settings_portal import *  # noqa: E402,F403
 from statuspage.settings_replica import *  # noqa: E402,F403
+from statuspage.settings_stamp import *  # noqa: E402,F403
