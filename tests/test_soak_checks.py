@@ -96,24 +96,6 @@ def _read(t0: float, t1: float, view: dict[str, str], stale: bool = False) -> di
 BOUND = 5.0
 
 
-def _op(status: str, t0: float, t1: float, code: int = 200, incident: str = "7") -> dict[str, Any]:
-    op = "create" if status == "investigating" else "resolve" if status == "resolved" else "update"
-    return {"kind": "write", "op": op, "incident": incident, "status": status, "t0": t0, "t1": t1,
-            "code": code, "key": f"{op}-{t0}", "token": "", "attempts": 1}  # fmt: skip
-
-
-def _read(t0: float, t1: float, view: dict[str, str], stale: bool = False) -> dict[str, Any]:
-    return {"kind": "read", "path": "/api/v2/summary.json", "t0": t0, "t1": t1, "status": 200,
-            "stale": stale, "cache": "MISS", "view": view}  # fmt: skip
-
-
-def _history(*ops: dict[str, Any]) -> History:
-    history = History()
-    for op in ops:
-        history.add(op)
-    return history
-
-
 # Declared, then "monitoring" before "identified" (the staff script samples their order),
 # then resolved.
 WRITES = [

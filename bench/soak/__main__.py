@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.soak import checks  # noqa: E402 - after the path is set
+from bench.soak import alerts, checks  # noqa: E402 - after the path is set
 from bench.soak.chaos import run_faults  # noqa: E402
 from bench.soak.load import History, Staff, credits_script, reader, request  # noqa: E402
 from bench.soak.stack import Stack  # noqa: E402
@@ -69,7 +69,8 @@ def warm(stack: Stack) -> None:
             time.sleep(0.5)
 
 
-def drive(stack: Stack, world: World, args: argparse.Namespace, history: History) -> list[dict[str, object]]:
+def drive(stack: Stack, world: World, args: argparse.Namespace, history: History,
+          source: alerts.AlertSource) -> list[dict[str, object]]:  # fmt: skip
     """The load and the faults for --minutes; returns the fault timeline."""
     rng = random.Random(args.seed)
     stop = threading.Event()
@@ -84,6 +85,9 @@ def drive(stack: Stack, world: World, args: argparse.Namespace, history: History
         staff = Staff(stack, world, history, random.Random(rng.random()), world.products[n::2])
         threads.append(threading.Thread(target=staff.script, args=(stop,)))
     threads.append(threading.Thread(target=credits_script, args=(stack, history, stop, args.minutes)))
+    # Its own generator, so the fault schedule of a seed is what it was before alerts.
+    alerts_rng = random.Random(args.seed * 7919 + 1)
+    threads.append(threading.Thread(target=alerts.alerts_script, args=(source, history, alerts_rng, stop)))
     for thread in threads:
         thread.start()
     timeline: list[dict[str, object]] = []
@@ -154,7 +158,7 @@ def _read_from(path: Path, offset: int) -> str:
 
 
 def report(args: argparse.Namespace, stack: Stack, history: History, timeline: list[dict[str, object]],
-           probe: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+           probe: dict[str, Any], integration: int) -> dict[str, Any]:  # fmt: skip
     results = {
         "credit emails and notifications (email)": checks.delivered_once("email", stack.smtp.copies),
         "webhook notifications": checks.delivered_once("webhook", stack.webhooks.copies),
@@ -164,12 +168,13 @@ def report(args: argparse.Namespace, stack: Stack, history: History, timeline: l
         "page answers 200": checks.page_answers(history, target=0.999),
         "page never silently stale": checks.page_fresh(history, bound=args.stale_bound),
         "nothing stuck after the last heal": checks.workers_alive(stack, probe),
+        "alerts from Alertmanager": alerts.intake_check(history, integration),
     }
     return {
         "seed": args.seed,
         "minutes": args.minutes,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load": {k: len(history.of(k)) for k in ("read", "write", "credits")},
+        "load": {k: len(history.of(k)) for k in ("read", "write", "credits", "alert")},
         "credits runs": history.of("credits"),
         "restarts": {name: proc.starts - 1 for name, proc in stack.procs.items()},
         "faults": timeline,
@@ -202,21 +207,26 @@ def main() -> None:
     work = ROOT / "var" / "soak" / str(args.seed)
     shutil.rmtree(work, ignore_errors=True)
     stack = Stack(args.pg, work)
+    source = None
     try:
         recreate_database(stack)
         setup_django(stack)
         world = build_world(stack, subscribers=args.subscribers, customers=args.customers)
+        integration, token = alerts.integration_create()
         stack.start()
         warm(stack)
+        source = alerts.AlertSource(work, f"{stack.base}/api/v1/integrations/{integration}/alerts/", token)
         history = History()
         print(
             f"soak: seed {args.seed}, {args.minutes} min, nginx on {stack.base}, logs in {work}/logs",
             flush=True,
         )
-        timeline = drive(stack, world, args, history)
+        timeline = drive(stack, world, args, history, source)
         probe = drain(stack, world, history, args.drain)
-        rep = report(args, stack, history, timeline, probe)
+        rep = report(args, stack, history, timeline, probe, integration)
     finally:
+        if source is not None:
+            source.close()
         stack.close()
     path = args.report or ROOT / "var" / "soak" / f"report-{args.seed}.json"
     path.write_text(json.dumps(rep, indent=1, default=str))

@@ -177,7 +177,7 @@ def allowed_views(writes: list[dict[str, Any]], t0: float, t1: float, bound: flo
     done = sorted(
         (w for w in writes if w["code"] in (200, 201) and w["t1"] <= horizon), key=lambda w: w["t1"]
     )
-    allowed = {_shown(done[-1]["status"])} if done else {None}
+    allowed: set[str | None] = {_shown(done[-1]["status"])} if done else {None}
     for w in writes:
         if w["t0"] < t1 and (w["t1"] > horizon or w["code"] not in (200, 201)):
             allowed.add(_shown(w["status"]))
