@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-WIDTH, HEIGHT = 1000, 240
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 12, 28  # margins inside the viewBox, for the axis labels
+WIDE = (1000, 240, 5)  # viewBox width and height, x ticks: wide screens
+NARROW = (360, 260, 3)  # phones: fewer, larger labels
+LEFT, RIGHT, TOP, BOTTOM = 48, 12, 12, 28  # margins inside the viewBox, for the axis labels
 HUNDRED = Decimal(100)
 
 
@@ -41,12 +42,18 @@ class Plot:
     hours: list[HourRow]
     start: datetime
     end: datetime
-    width: int = WIDTH
-    height: int = HEIGHT
+    width: int
+    height: int
     left: int = LEFT
-    right_edge: int = WIDTH - RIGHT
     top: int = TOP
-    bottom_edge: int = HEIGHT - BOTTOM
+
+    @property
+    def right_edge(self) -> int:
+        return self.width - RIGHT
+
+    @property
+    def bottom_edge(self) -> int:
+        return self.height - BOTTOM
 
 
 def rates(counts: dict[datetime, tuple[Decimal, Decimal]]) -> dict[datetime, Decimal]:
@@ -74,12 +81,14 @@ def plot(
     end: datetime,
     step: timedelta,
     threshold: Decimal | None = None,
+    size: tuple[int, int, int] = WIDE,
 ) -> Plot:
     """The chart of `points` (percent) stamped at period ends in (start, end]."""
+    width, height, x_count = size
     values = list(points.values())
     top = _ceiling(max([*values, threshold or Decimal(0), Decimal(0)]))
     span = (end - start).total_seconds() or 1.0
-    inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    inner_w, inner_h = width - LEFT - RIGHT, height - TOP - BOTTOM
 
     def x(at: datetime) -> float:
         return round(LEFT + inner_w * (at - start).total_seconds() / span, 1)
@@ -102,7 +111,8 @@ def plot(
     lines = [" ".join(f"{px},{py}" for px, py in run) for run in runs if len(run) > 1]
     dots = [run[0] for run in runs if len(run) == 1]
     y_ticks = [Tick(y(top * k / 4), _percent(top * k / 4)) for k in range(5)]
-    x_ticks = [Tick(x(moment), moment=moment) for moment in (start + (end - start) * k / 4 for k in range(5))]
+    moments = (start + (end - start) * k / (x_count - 1) for k in range(x_count))
+    x_ticks = [Tick(x(moment), moment=moment) for moment in moments]
     return Plot(
         lines=lines,
         dots=dots,
@@ -117,6 +127,8 @@ def plot(
         hours=_hours(points, start, end),
         start=start,
         end=end,
+        width=width,
+        height=height,
     )
 
 

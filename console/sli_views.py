@@ -72,8 +72,10 @@ def sli_source_test(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         points = sli_plot.rates(counts)
         if points:
-            context["chart"] = sli_plot.plot(
-                points, start=start, end=end, step=step, threshold=DEFAULT_DEFINITION.down_above
+            threshold = DEFAULT_DEFINITION.down_above
+            context["chart"] = sli_plot.plot(points, start=start, end=end, step=step, threshold=threshold)
+            context["narrow_chart"] = sli_plot.plot(
+                points, start=start, end=end, step=step, threshold=threshold, size=sli_plot.NARROW
             )
         else:
             context["test_problem"] = (

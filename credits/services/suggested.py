@@ -4,7 +4,7 @@ published; staff publish or delete the draft as with any other."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -55,10 +55,11 @@ def suggested_draft_create(
             actor=actor,
         )
         return incident
-    return incidents.incident_open(
+    draft = incidents.incident_open(
         title=found.title,
         started_at=start,
-        body=f"{found.title}: measured from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC.",
+        body=f"{found.title}: measured from {start.astimezone(UTC):%Y-%m-%d %H:%M} to "
+        f"{end.astimezone(UTC):%Y-%m-%d %H:%M} UTC.",
         windows=[
             incidents.WindowSpec(
                 product=product,
@@ -70,9 +71,16 @@ def suggested_draft_create(
         ],
         is_public=False,
         created_by=actor,
+        notify=False,
         internal_notes=(
             f"Suggested by the reconciliation of incident {incident.public_id} (“{incident.title}”): "
             "the SLI source measured impact here that no window declared. Nothing is published until "
             "someone publishes this draft; delete it if the measurement was wrong."
         ),
     )
+    # The measured impact is over: the draft is resolved at its end, so publishing it
+    # later files it into the history without announcing an "opened" that is long past.
+    incidents.incident_resolve(
+        incident=draft, resolved_at=end, body="The measured impact ended.", author=actor, notify=False
+    )
+    return draft

@@ -179,11 +179,14 @@ def test_testing_the_query_plots_the_last_day_from_a_real_prometheus(recent_prom
     # The bad hour: 300 errors of 1000 a minute, 30 %; otherwise 1 of 1000, 0.1 %.
     assert (chart.highest, chart.lowest) == (Decimal(30), Decimal("0.1"))
     body = page.content.decode()
-    assert (
-        '<svg viewBox="0 0 1000 240" width="100%" role="img" aria-labelledby="sli-chart-title sli-chart-desc">'
-        in body
+    wide = 'viewBox="0 0 1000 240" width="100%" role="img" aria-labelledby="sli-title-wide sli-desc-wide"'
+    narrow = (
+        'viewBox="0 0 360 260" width="100%" role="img" aria-labelledby="sli-title-narrow sli-desc-narrow"'
     )
-    assert body.count("<polyline") >= 1 and "Highest 30.000%" in body
+    assert wide in body and narrow in body
+    assert page.context["narrow_chart"].points == chart.points
+    # One unbroken line in each drawing (no period without data but perhaps the last).
+    assert body.count("<polyline") == 2 and "Highest 30.000%" in body
     assert "Prometheus could not be read" not in body
 
 
