@@ -123,9 +123,8 @@ def test_the_button_makes_one_unpublished_draft_incident(prometheus_url: str) ->
     assert incident.public_id in draft.internal_notes
     # Over already: resolved at the measured end, the body in UTC.
     assert draft.resolved_at == FIRST[0]
-    assert (
-        "measured from 2026-10-08 10:40 to 2026-10-08 11:00 UTC" in draft.updates.order_by("id").first().body
-    )
+    opened = draft.updates.order_by("id")[0]
+    assert "measured from 2026-10-08 10:40 to 2026-10-08 11:00 UTC" in opened.body
     # The public incident is untouched; a second click makes nothing new.
     assert incident.windows.count() == 1 and Incident.objects.get(pk=incident.pk).is_public
     client.post(reverse("console:suggested_draft", args=[incident.pk]), _post(incident, EARLY, FIRST[0]))
