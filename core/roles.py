@@ -35,6 +35,7 @@ ACTIONS: dict[str, str] = {
     "apikey.manage": "create and revoke API keys",
     "page.manage": "manage the internal and customer status pages and their keys",
     "upstream.manage": "manage upstream providers and product dependencies",
+    "sli.manage": "manage SLI sources (the Prometheus queries measuring downtime)",
     "users.manage": "manage users and roles",
 }
 
@@ -72,6 +73,7 @@ ROLES: dict[str, frozenset[str]] = {
             "subscriber.manage",
             "apikey.manage",
             "upstream.manage",
+            "sli.manage",
         }
     ),
     "Administrator": frozenset(ACTIONS),

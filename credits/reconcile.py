@@ -29,6 +29,8 @@ class Row:
     product: str
     location: str
     declared: list[Interval]
+    product_id: int = 0
+    location_id: int | None = None
     measured: list[Interval] = field(default_factory=list)
     agree: list[Interval] = field(default_factory=list)
     undeclared: list[Interval] = field(default_factory=list)  # measured, nobody declared: draft windows
@@ -81,6 +83,8 @@ def _row(windows: list[ImpactWindow], definition: sla_measured.Definition, now: 
         product=first.product.name,
         location=first.location.name if first.location else "",
         declared=declared,
+        product_id=first.product_id,
+        location_id=first.location_id,
         declared_minutes=_minutes(declared),
     )
     source = measured_selectors.source_for(first.product_id, first.location_id)

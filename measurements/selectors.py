@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from incidents.models import Location
-from measurements import prometheus
+from measurements import prometheus, promql
 from measurements.models import SliKind, SliSource
 
 PERCENT_SCALE = Decimal(100)
@@ -31,10 +31,7 @@ def product_sources(product_id: int) -> list[SliSource]:
 
 
 def _render(query: str, source: SliSource, minutes: int) -> str:
-    selector = source.label_selector.strip()
-    return query.replace("{selector}", "{" + selector + "}" if selector else "").replace(
-        "{window}", f"{minutes}m"
-    )
+    return promql.render(query, source.label_selector, minutes)
 
 
 def period_counts(
@@ -61,3 +58,15 @@ def period_counts(
     )
     # A step with no valid count is a gap; one with requests and no error series had none.
     return {at: (errors.get(at, Decimal(0)), count) for at, count in valid.items()}
+
+
+def sources_all() -> list[SliSource]:
+    """Every source, enabled or not, for the console's list."""
+    return list(
+        SliSource.objects.select_related("product", "location").order_by("product__name", "location__name")
+    )
+
+
+def measured_product_ids() -> set[int]:
+    """Products with at least one enabled source."""
+    return set(SliSource.objects.filter(enabled=True).values_list("product_id", flat=True))

@@ -23,6 +23,7 @@ from credits import measured, selectors, sla, sla_measured
 from credits.models import AuditAction, CreditAuditEntry, CreditNotice, Customer, NoticeState, SLAPolicy
 from credits.services._common import Progress, chunks
 from credits.services.audit import audit_record
+from measurements import selectors as measured_selectors
 
 
 @dataclass
@@ -189,6 +190,15 @@ class _Measure:
         self.sources[(customer_id, policy_id)] = (sourced.source, sourced.measured_minutes, note)
         return measured.with_source(result, sourced, pure)
 
+    def product_ids(self) -> set[int]:
+        """The products whose customers may be owed: those with declared windows, and,
+        when a policy counts measured downtime, those with an SLI source (measured
+        downtime nobody declared is owed too)."""
+        ids = set(self.by_product)
+        if any(p.downtime_source != sla_measured.SOURCE_DECLARED for p in self.policies.values()):
+            ids |= measured_selectors.measured_product_ids()
+        return ids
+
     def _windows_by_policy(self, rows: Iterable[selectors.EntitlementRow]) -> dict[int, set[int]]:
         return selectors.windows_by_policy(rows, by_product=self.by_product, relatives=self.relatives)
 
@@ -208,7 +218,7 @@ class _Measure:
 def _measure_all(
     measure: _Measure, summary: ComputeSummary, *, batch: int, progress: Progress | None
 ) -> None:
-    entitlements = selectors.eligible_entitlements(product_ids=set(measure.by_product))
+    entitlements = selectors.eligible_entitlements(product_ids=measure.product_ids())
     for customer_id, rows in groupby(entitlements, key=attrgetter("customer_id")):
         if summary.customers_considered and summary.customers_considered % batch == 0:
             # Bounded memory: write this page of customers and report.

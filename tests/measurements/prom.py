@@ -79,12 +79,13 @@ def _ready(base: str) -> bool:
         return False
 
 
-def run_prometheus(directory: Path) -> Iterator[str]:
-    """Backfill the TSDB, start Prometheus on a free loopback port, yield its base URL."""
+def run_prometheus(directory: Path, text: str | None = None) -> Iterator[str]:
+    """Backfill the TSDB (with the Cloud Storage incident unless `text` gives other
+    OpenMetrics), start Prometheus on a free loopback port, yield its base URL."""
     promtool, binary = _tool("promtool"), _tool("prometheus")
     data = directory / "data"
     source = directory / "cloud-storage.om"
-    source.write_text(openmetrics())
+    source.write_text(text if text is not None else openmetrics())
     done = subprocess.run(
         [promtool, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
         capture_output=True,

@@ -187,7 +187,7 @@ def test_the_reconciliation_page(prometheus_url: str, client: Client) -> None:
     page = client.get(url)
     assert page.status_code == 200
     body = page.content.decode()
-    assert "Measured, not declared: suggested draft window" in body
+    assert "Measured, not declared: suggested draft incident" in body
     assert "<strong>770 min</strong>" in body and "<strong>750 min</strong>" in body
     client.force_login(User.objects.create_user("pat", is_staff=True))
     assert client.get(url).status_code == 403
