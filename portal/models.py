@@ -96,7 +96,7 @@ class PageSubscriber(models.Model):
     """A subscription to one audience or internal page: the signed-in reader's own
     address, or a webhook URL it owns. It hears about the incidents and maintenance
     touching that page's products and locations, in that page's words. Design:
-    docs/adr/0030-page-subscribers.md."""
+    docs/adr/0034-page-subscribers.md."""
 
     Kind = PageSubscriberKind
 

@@ -8,7 +8,7 @@ commit a task expands it a chunk of subscribers at a time into outbox rows, one 
 own words: the audience message (audience pages) or the internal note (internal pages)
 when the update has one, else the public message; its own products, locations and page
 address. The public subscribers' fan-out is untouched and never reads these words.
-Design: docs/adr/0030-page-subscribers.md.
+Design: docs/adr/0034-page-subscribers.md.
 """
 
 from __future__ import annotations

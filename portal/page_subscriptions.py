@@ -1,5 +1,5 @@
 """Subscriptions to one audience or internal page: who may hold one, subscribing,
-unsubscribing and the signed one-click link. Design: docs/adr/0030-page-subscribers.md.
+unsubscribing and the signed one-click link. Design: docs/adr/0034-page-subscribers.md.
 
 A subscriber is whoever signed in to read the page: a customer's contact (portal sign-in)
 or a staff user. Signing in proved the address, so there is no confirmation email. Before
@@ -30,6 +30,7 @@ from subscriptions.emails import absolute_url
 from subscriptions.webhooks import validate_webhook_url
 
 _SALT = "portal.page-unsubscribe"
+GONE = 410
 
 
 @dataclass(frozen=True)
@@ -156,3 +157,18 @@ def page_unsubscribe(*, subscriber: PageSubscriber | None) -> int:
     return OutboundMessage.objects.filter(ref=ref, state=OutboundMessage.State.PENDING).update(
         state=OutboundMessage.State.CANCELLED, updated_at=timezone.now()
     )
+
+
+def page_webhook_failed(message: Any) -> None:
+    """Outbox on_failed handler of page webhooks: a receiver whose last answer was 410
+    Gone asks for nothing more (Standard Webhooks), so its subscription ends."""
+    from outbox.models import DeliveryAttempt
+
+    ref = str(getattr(message, "ref", "") or "")
+    if not ref.startswith("page-subscriber:"):
+        return
+    last = DeliveryAttempt.objects.filter(message_id=message.pk).order_by("-number", "-id").first()
+    if last is None or last.status_code != GONE:
+        return
+    subscriber = PageSubscriber.objects.filter(pk=int(ref.split(":", 1)[1] or 0)).first()
+    page_unsubscribe(subscriber=subscriber)

@@ -3,7 +3,7 @@ unsubscribe link of its emails. Thin: the page gate, one service, render.
 
 The page is looked up through the audience pages' one gate after the session is read,
 so an anonymous visitor gets the same 404 for a private page's subscribe address as for
-a page that does not exist (docs/adr/0030-page-subscribers.md).
+a page that does not exist (docs/adr/0034-page-subscribers.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Subscribers of an audience or internal page: that page's words, its scope only, never
 to the public subscribers, once per event, one-click unsubscribe, signed webhooks and
-the maintenance reminder (docs/adr/0030-page-subscribers.md)."""
+the maintenance reminder (docs/adr/0034-page-subscribers.md)."""
 
 from __future__ import annotations
 
@@ -451,3 +451,67 @@ def test_staff_subscribe_to_the_internal_page(world: World, staff_client: Client
     assert (subscriber.email, subscriber.user, subscriber.customer) == (alice.email, alice, None)
     french = staff_client.get("/fr/portal/pages/internal/subscribe/")
     assert "Les e-mails de cette page sont envoyés à alice@example.org".encode() in french.content
+
+
+def test_a_page_webhook_answering_410_gone_is_unsubscribed(
+    world: World,
+    webhook_receiver: WebhookReceiver,  # noqa: F811
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    hook = page_subscriptions.page_subscribe_webhook(
+        page=world.tailspin_page,
+        reader=page_subscriptions.Reader(TAILSPIN, customer=world.tailspin),
+        url=webhook_receiver.url,
+        language="en",
+    )
+    webhook_receiver.script = [410]
+    open_with_words(django_capture_on_commit_callbacks, world.storage, world.zone, "Write errors")
+    assert OutboundMessage.objects.get(channel="webhook").state == "failed"
+    assert not PageSubscriber.objects.filter(pk=hook.pk).exists()
+
+
+def test_the_page_links_to_its_subscribe_page(world: World) -> None:
+    page = contact(world.tailspin, TAILSPIN).get("/p/tailspin/")
+    assert b'href="/portal/pages/tailspin/subscribe/"' in page.content
+
+
+# Real commits: the fan-out runs when the update commits, so the words must be written in
+# the same transaction (inside a test transaction every callback would wait for the end).
+@pytest.mark.django_db(transaction=True)
+def test_words_posted_through_the_console_reach_the_page_subscribers(
+    world: World, alice: User, staff_client: Client
+) -> None:
+    subscribe(world, alice)
+    start = utc(2026, 11, 30, 18)
+    incident = services.incident_open(
+        title="Storage errors again",
+        impact=Incident.Impact.MINOR,
+        started_at=start,
+        body="Investigating.",
+        windows=[
+            services.WindowSpec(
+                product=world.storage,
+                location=world.zone,
+                level=ImpactWindow.Level.DEGRADED_PERFORMANCE,
+                started_at=start,
+            )
+        ],
+    )
+    OutboundMessage.objects.all().delete()
+    data = {
+        "kind": "public",
+        "status": "identified",
+        "body": "Found it.",
+        "display_at": "2026-11-30T10:20",
+        f"level_{world.storage.pk}_{world.zone.pk}": ImpactWindow.Level.DEGRADED_PERFORMANCE,
+        "impact": "",
+        "notify": "on",
+        "audience_message": AUDIENCE_WORDS,
+        "internal_note": INTERNAL_WORDS,
+    }
+    answer = staff_client.post(f"/manage/incidents/{incident.public_id}/update/", data)
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    (customer_mail,) = mail_to(TAILSPIN)
+    assert AUDIENCE_WORDS in customer_mail.body_text and "Found it." not in customer_mail.body_text
+    (staff_mail,) = mail_to(alice.email)
+    assert INTERNAL_WORDS in staff_mail.body_text
