@@ -112,7 +112,7 @@ def _save(request: HttpRequest, incident: Incident, form: UpdateForm) -> str | N
             )
             return f"Changed {changed} level{pluralize(changed)} internally: nothing was posted and nobody was notified."
         # One transaction: the page subscribers' fan-out runs after the commit and must
-        # find the update's words (docs/adr/0030-page-subscribers.md).
+        # find the update's words (docs/adr/0034-page-subscribers.md).
         with transaction.atomic():
             posted = services.incident_post_update_once(
                 incident=incident,
