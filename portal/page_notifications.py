@@ -199,6 +199,8 @@ def _record(
 ) -> int:
     """Write the event row in the caller's transaction (expanded after the commit); 1 if
     written, 0 when no page with subscribers shows the incident or it was recorded before."""
+    if not PageSubscriber.objects.exists():
+        return 0  # no page has subscribers: one indexed probe, no walk over the pages
     page_ids = [page.pk for page in pages_showing_update(incident=incident)]
     if not page_ids or not PageSubscriber.objects.filter(page__in=page_ids).exists():
         return 0
