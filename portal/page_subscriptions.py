@@ -31,6 +31,8 @@ from subscriptions.webhooks import validate_webhook_url
 
 _SALT = "portal.page-unsubscribe"
 GONE = 410
+# Webhooks one reader may hold on one page.
+MAX_WEBHOOKS = 10
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,11 @@ def page_subscribe_email(*, page: Page, reader: Reader, language: str, time_zone
 def page_subscribe_webhook(*, page: Page, reader: Reader, url: str, language: str) -> PageSubscriber:
     """A webhook owned by the reader; its deliveries are signed with its own secret."""
     url = validate_webhook_url(url)
+    held = PageSubscriber.objects.filter(
+        page=page, kind=PageSubscriber.Kind.WEBHOOK, email__iexact=reader.email
+    )
+    if held.count() >= MAX_WEBHOOKS:
+        raise ValidationError({"url": _("Remove a webhook first: one address holds at most ten on a page.")})
     try:
         with transaction.atomic():
             subscriber = PageSubscriber(

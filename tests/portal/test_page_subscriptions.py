@@ -430,6 +430,20 @@ def test_a_contact_subscribes_adds_a_webhook_and_unsubscribes(world: World) -> N
     assert added.status_code == 302
     hook = PageSubscriber.objects.get(kind="webhook")
     assert hook.standard_secret.encode() in client.get("/portal/pages/tailspin/subscribe/").content
+    again = client.post(
+        "/portal/pages/tailspin/subscribe/", {"action": "webhook", "url": "http://127.0.0.1:9/hook"}
+    )
+    assert again.status_code == 400 and b"subscribed to this page already" in again.content
+    for n in range(page_subscriptions.MAX_WEBHOOKS - 1):
+        client.post(
+            "/portal/pages/tailspin/subscribe/", {"action": "webhook", "url": f"http://127.0.0.1:9/h{n}"}
+        )
+    assert PageSubscriber.objects.filter(kind="webhook").count() == page_subscriptions.MAX_WEBHOOKS
+    over = client.post(
+        "/portal/pages/tailspin/subscribe/", {"action": "webhook", "url": "http://127.0.0.1:9/more"}
+    )
+    assert over.status_code == 400 and b"at most ten" in over.content
+    PageSubscriber.objects.filter(kind="webhook").exclude(pk=hook.pk).delete()
 
     # Someone else's subscription cannot be removed from here.
     other = contact(world.northwind, NORTHWIND)
