@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
@@ -110,23 +111,26 @@ def _save(request: HttpRequest, incident: Incident, form: UpdateForm) -> str | N
                 actor=_user(request),
             )
             return f"Changed {changed} level{pluralize(changed)} internally: nothing was posted and nobody was notified."
-        posted = services.incident_post_update_once(
-            incident=incident,
-            status=data["status"],
-            body=data["body"],
-            levels=levels,
-            impact=impact,
-            author=_user(request),
-            display_at=data["display_at"],
-            notify=bool(data["notify"]),
-        )
-        if data["audience_message"] or data["internal_note"]:
-            audience_services.update_words_set(
-                actor=_user(request),
-                update=posted,
-                audience_message=data["audience_message"],
-                internal_note=data["internal_note"],
+        # One transaction: the page subscribers' fan-out runs after the commit and must
+        # find the update's words (docs/adr/0034-page-subscribers.md).
+        with transaction.atomic():
+            posted = services.incident_post_update_once(
+                incident=incident,
+                status=data["status"],
+                body=data["body"],
+                levels=levels,
+                impact=impact,
+                author=_user(request),
+                display_at=data["display_at"],
+                notify=bool(data["notify"]),
             )
+            if data["audience_message"] or data["internal_note"]:
+                audience_services.update_words_set(
+                    actor=_user(request),
+                    update=posted,
+                    audience_message=data["audience_message"],
+                    internal_note=data["internal_note"],
+                )
     except ValidationError as exc:
         _put_errors(form, exc)
         if form.closing and "levels" in getattr(exc, "error_dict", {}):

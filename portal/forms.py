@@ -25,3 +25,12 @@ class OidcProviderForm(forms.Form):
     )
     client_id = forms.CharField(max_length=255)
     client_secret = forms.CharField(max_length=500, widget=forms.PasswordInput)
+
+
+class PageWebhookForm(forms.Form):
+    url = forms.URLField(
+        label=_("Webhook URL"),
+        max_length=500,
+        assume_scheme="https",
+        help_text=_("We POST a signed JSON document there for each event of this page."),
+    )

@@ -3,10 +3,15 @@ links sent to them. Design: docs/adr/0029-customer-portal.md."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Lower
+from django.utils.translation import gettext_lazy as _
 
 from credits.models import Customer
+from outbox import signing
+from subscriptions.models import new_subscriber_token, new_webhook_secret
 
 
 class PortalAccess(models.Model):
@@ -80,3 +85,101 @@ class OidcProvider(models.Model):
 
     def __str__(self) -> str:
         return f"{self.issuer} for @{self.domain}"
+
+
+class PageSubscriberKind(models.TextChoices):
+    EMAIL = "email", _("Email")
+    WEBHOOK = "webhook", _("Webhook")
+
+
+class PageSubscriber(models.Model):
+    """A subscription to one audience or internal page: the signed-in reader's own
+    address, or a webhook URL it owns. It hears about the incidents and maintenance
+    touching that page's products and locations, in that page's words. Design:
+    docs/adr/0034-page-subscribers.md."""
+
+    Kind = PageSubscriberKind
+
+    page = models.ForeignKey("audiences.Page", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(
+        max_length=8, choices=PageSubscriberKind.choices, default=PageSubscriberKind.EMAIL
+    )
+    email = models.EmailField(max_length=254, help_text="The contact's address; for a webhook, its owner's.")
+    url = models.URLField(max_length=500, blank=True)
+    # Who signed in to subscribe: a customer's contact (audience pages) or a staff user
+    # (internal pages). Checked again before every delivery.
+    customer = models.ForeignKey(Customer, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    language = models.CharField(max_length=8, choices=settings.LANGUAGES, default="en")
+    time_zone = models.CharField(max_length=64, blank=True, default="")
+    token = models.CharField(max_length=32, unique=True, default=new_subscriber_token, editable=False)
+    secret = models.CharField(max_length=64, default=new_webhook_secret)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["page", "kind", "email", "url"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="email", url="") | (Q(kind="webhook") & ~Q(url="")),
+                name="pagesubscriber_url_matches_kind",
+            ),
+            models.UniqueConstraint(
+                "page", Lower("email"), condition=Q(kind="email"), name="pagesubscriber_email_once"
+            ),
+            models.UniqueConstraint(
+                "page", Lower("email"), "url", condition=Q(kind="webhook"), name="pagesubscriber_webhook_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.url or self.email} on {self.page_id}"
+
+    @property
+    def is_hook(self) -> bool:
+        return self.kind == PageSubscriberKind.WEBHOOK
+
+    @property
+    def zone(self) -> str:
+        return self.time_zone or settings.DISPLAY_TIME_ZONE
+
+    @property
+    def outbox_ref(self) -> str:
+        """The `ref` of its outbox rows (cancelled when it unsubscribes)."""
+        return f"page-subscriber:{self.pk}"
+
+    @property
+    def standard_secret(self) -> str:
+        return signing.standard_secret(self.secret)
+
+
+class PageEvent(models.Model):
+    """One incident event for the subscribers of the pages it touches, written in the
+    staff member's transaction and expanded after the commit in chunks of subscribers
+    (`cursor`: the last id done), as subscriptions.NotificationEvent is for the public
+    subscribers. Each (event, subscriber) outbox row has its own key: queued once."""
+
+    key = models.CharField(max_length=200, unique=True)
+    event = models.CharField(max_length=40)
+    incident = models.ForeignKey("incidents.Incident", on_delete=models.CASCADE, related_name="+")
+    update = models.ForeignKey(
+        "incidents.IncidentUpdate", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    report = models.ForeignKey(
+        "incidents.IncidentReport", null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    page_ids = models.JSONField(default=list, blank=True, help_text="The pages the incident touched then.")
+    extra = models.JSONField(default=dict, blank=True)
+    cursor = models.BigIntegerField(default=0)
+    recipients = models.PositiveIntegerField(default=0)
+    done_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["done_at", "updated_at"], name="pageevent_open")]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.key}"

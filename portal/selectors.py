@@ -9,6 +9,7 @@ from decimal import ROUND_DOWN, Decimal
 
 from django.db.models import Q, QuerySet
 
+from audiences.models import Page
 from core.i18n import month_label, percent
 from credits import selectors as credit_selectors
 from credits import sla
@@ -146,6 +147,13 @@ def overview(customer: Customer, *, now: datetime) -> Overview:
         ],
         uptime=uptime_for(customer, this, now=now) + uptime_for(customer, last, now=now),
         notices=list(credit_selectors.customer_notices(customer)),
+    )
+
+
+def pages_of(customer: Customer) -> QuerySet[Page]:
+    """The audience pages a customer's contacts read (and may subscribe to)."""
+    return Page.objects.filter(visibility=Page.Visibility.AUDIENCE, customers=customer).order_by(
+        "title", "id"
     )
 
 

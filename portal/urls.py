@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from portal import views
+from portal import page_views, views
 
 app_name = "portal"
 
@@ -14,4 +14,6 @@ urlpatterns: list[URLPattern] = [
     path("portal/logout/", views.logout, name="logout"),
     path("portal/signin/<str:token>/", views.redeem, name="redeem"),
     path("portal/statements/<str:period>/", views.statement, name="statement"),
+    path("portal/pages/<slug:slug>/subscribe/", page_views.page_subscribe, name="page-subscribe"),
+    path("portal/pages/unsubscribe/<str:token>/", page_views.page_unsubscribe, name="page-unsubscribe"),
 ]

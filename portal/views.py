@@ -29,7 +29,7 @@ EMAIL_KEY = "portal_contact_email"
 View = Callable[..., HttpResponse]
 
 
-def _private(response: HttpResponse) -> HttpResponse:
+def private(response: HttpResponse) -> HttpResponse:
     response["Cache-Control"] = "private, no-store"
     return response
 
@@ -50,8 +50,8 @@ def contact_required(view: View) -> View:
         )
         if customer is None:
             login = reverse("portal:login")
-            return _private(HttpResponseRedirect(f"{login}?next={request.get_full_path()}"))
-        return _private(view(request, customer, *args, **kwargs))
+            return private(HttpResponseRedirect(f"{login}?next={request.get_full_path()}"))
+        return private(view(request, customer, *args, **kwargs))
 
     return wrapper
 
@@ -83,7 +83,7 @@ def login(request: HttpRequest) -> HttpResponse:
             email = form.cleaned_data["email"]
             if _limited(request, email):
                 form.add_error(None, _("Too many sign-in requests. Wait a while and try again."))
-                return _private(render(request, "portal/login.html", {"form": form}, status=429))
+                return private(render(request, "portal/login.html", {"form": form}, status=429))
             next_url = _safe_next(request, form.cleaned_data["next"])
             provider = selectors.oidc_provider_for_email(email)
             if provider is not None:
@@ -92,15 +92,15 @@ def login(request: HttpRequest) -> HttpResponse:
                 # stops a form's redirect to another origin.
                 start = reverse("portal_oidc:start", args=[provider.pk])
                 context = {"start": f"{start}?{urlencode({'next': next_url})}", "customer": provider.customer}
-                return _private(render(request, "portal/login_oidc.html", context))
+                return private(render(request, "portal/login_oidc.html", context))
             services.signin_link_request(email=email, next_url=next_url)
             # The same answer whether or not the address may sign in.
             context = {"email": email, "minutes": int(settings.PORTAL_LINK_MAX_AGE) // 60}
-            return _private(render(request, "portal/login_sent.html", context))
+            return private(render(request, "portal/login_sent.html", context))
     else:
         form = SignInForm(initial={"next": request.GET.get("next", "")})
     context = {"form": form, "failed": request.GET.get("failed") == "oidc"}
-    return _private(render(request, "portal/login.html", context))
+    return private(render(request, "portal/login.html", context))
 
 
 @require_http_methods(["GET", "POST"])
@@ -112,13 +112,13 @@ def redeem(request: HttpRequest, token: str) -> HttpResponse:
             signin = services.signin_link_redeem(token)
         else:
             signin = services.signin_link_peek(token)
-            return _private(render(request, "portal/redeem.html", {"email": signin.email}))
+            return private(render(request, "portal/redeem.html", {"email": signin.email}))
     except services.BadLink:
-        return _private(render(request, "portal/bad_link.html", status=400))
+        return private(render(request, "portal/bad_link.html", status=400))
     request.session.cycle_key()
     request.session[CUSTOMER_KEY] = signin.customer_id
     request.session[EMAIL_KEY] = signin.email
-    return _private(HttpResponseRedirect(_safe_next(request, signin.next_url)))
+    return private(HttpResponseRedirect(_safe_next(request, signin.next_url)))
 
 
 @require_POST
@@ -126,13 +126,17 @@ def logout(request: HttpRequest) -> HttpResponse:
     request.session.pop(CUSTOMER_KEY, None)
     request.session.pop(EMAIL_KEY, None)
     request.session.cycle_key()
-    return _private(HttpResponseRedirect(reverse("portal:login")))
+    return private(HttpResponseRedirect(reverse("portal:login")))
 
 
 @contact_required
 def index(request: HttpRequest, customer: Any) -> HttpResponse:
     overview = selectors.overview(customer, now=timezone.now())
-    context = {"overview": overview, "email": request.session.get(EMAIL_KEY, "")}
+    context = {
+        "overview": overview,
+        "email": request.session.get(EMAIL_KEY, ""),
+        "pages": list(selectors.pages_of(customer)),
+    }
     return render(request, "portal/index.html", context)
 
 

@@ -2,11 +2,14 @@
 
 Idempotent: each reminder is guarded by a unique Fanout row written in the same
 transaction as its outbox rows, so a late, repeated or concurrent tick sends it once.
+Rooms above with subscribers of their own (the portal's page subscribers) join with
+`reminder_subscribe` and are called inside that same guarded transaction.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,6 +24,20 @@ from subscriptions.models import Fanout
 logger = logging.getLogger(__name__)
 
 Status = Incident.Status
+
+# name -> handler(incident) returning the events it recorded; filled in upper rooms' ready().
+_reminder_handlers: dict[str, Callable[[Incident], int]] = {}
+
+
+def reminder_subscribe(name: str, handler: Callable[[Incident], int]) -> None:
+    _reminder_handlers[name] = handler
+
+
+def _remind(incident: Incident) -> int:
+    recorded = notifications.maintenance_reminder(incident=incident)
+    for handler in _reminder_handlers.values():
+        recorded += handler(incident)
+    return recorded
 
 
 def maintenance_remind_due(*, now: datetime | None = None) -> int:
@@ -49,7 +66,7 @@ def maintenance_remind_due(*, now: datetime | None = None) -> int:
                 if incident is None:
                     continue
                 fanout = Fanout.objects.create(key=key)
-                fanout.recipients = notifications.maintenance_reminder(incident=incident)
+                fanout.recipients = _remind(incident)
                 fanout.save(update_fields=["recipients"])
                 reminded += 1
         except IntegrityError:

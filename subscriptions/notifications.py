@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -374,9 +375,19 @@ def notification_event_expand(*, event_id: int, chunk: int | None = None) -> boo
     return more
 
 
+# name -> resume(now) for rooms above that expand events of their own (the portal's page
+# subscribers): the one resume beat picks up their lost expansions too.
+_resume_handlers: dict[str, Callable[[datetime], int]] = {}
+
+
+def resume_subscribe(name: str, handler: Callable[[datetime], int]) -> None:
+    _resume_handlers[name] = handler
+
+
 def notification_events_resume(*, now: Any = None, limit: int = 100) -> int:
     """Queue the expansion of events whose task was lost (broker down, Redis emptied)."""
     now = now or timezone.now()
+    resumed = sum(handler(now) for handler in _resume_handlers.values())
     stale = now - timedelta(seconds=conf.sweep_grace_seconds())
     ids = list(
         NotificationEvent.objects.filter(done_at__isnull=True, updated_at__lt=stale)
@@ -385,7 +396,7 @@ def notification_events_resume(*, now: Any = None, limit: int = 100) -> int:
     )
     for event_id in ids:
         _publish_expansion(event_id)
-    return len(ids)
+    return resumed + len(ids)
 
 
 def incident_event(
