@@ -60,7 +60,8 @@ class Row(NamedTuple):
         return (self.scope, self.month, self.severity, self.is_maintenance, self.is_open)
 
     @property
-    def counts(self) -> tuple[int, int, int, int, int]:
+    def counts(self) -> tuple[int, ...]:
+        """What it adds to its cell: one incident, and one value per measure it has."""
         return (1, *(int(getattr(self, m) is not None) for m in _MEASURES))
 
 
