@@ -3,6 +3,7 @@ with 1,000 and 100,000 incidents (PostgreSQL), spread over ten years or packed i
 page's range, against the Python path and the status page measured in the same run.
 
     .venv/bin/python bench/insights_bench.py [--repeat 3] [--layouts spread,dense] [--database-url postgres://...]
+    .venv/bin/python -m bench.insights_bench --alternate --sizes 100000 --repeat 5  # the dense / spread ratios
 
 Figures: bench/README.md, "Staff insights"; design: docs/adr/0005-insights-sql-path.md.
 """

@@ -68,7 +68,8 @@ def product_create(*, actor: User | None = None, **fields: Any) -> Product:
 def product_edit(*, product: Product, changes: dict[str, Any], actor: User | None = None) -> Product:
     roles.check(actor, "incident.edit")
     was_public = product.is_public
-    was_group = product.group_id
+    # From the database: the admin's form has already set the new group on `product`.
+    was_group = Product.objects.filter(pk=product.pk).values_list("group_id", flat=True).first()
     product = _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
     products_changed([product.pk])
     if product.group_id != was_group:
