@@ -3,6 +3,7 @@ with 1,000 and 100,000 incidents (PostgreSQL), spread over ten years or packed i
 page's range, against the Python path and the status page measured in the same run.
 
     .venv/bin/python bench/insights_bench.py [--repeat 3] [--layouts spread,dense] [--database-url postgres://...]
+    .venv/bin/python -m bench.insights_bench --alternate --sizes 100000 --repeat 5  # the dense / spread ratios
 
 Figures: bench/README.md, "Staff insights"; design: docs/adr/0005-insights-sql-path.md.
 """
@@ -267,6 +268,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database-url", default=DEFAULT_URL)
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--layouts", default="spread,dense")
+    parser.add_argument(
+        "--alternate",
+        action="store_true",
+        help="one database per layout (<database>_spread, <database>_dense), filled once to the "
+        "largest size and kept; then the insights pages measured in rounds that alternate the "
+        "layouts, so that both see the same load (the ratios of issue 30)",
+    )
     args = parser.parse_args()
     if not args.database_url.startswith("postgres"):
         parser.error("this benchmark is for PostgreSQL")
@@ -374,8 +382,69 @@ def print_slowest(rows: list[Row], layouts: list[str], sizes: list[int]) -> None
         )
 
 
+def use_database(name: str) -> None:
+    """Point the default connection at another database of the same server."""
+    from django.db import connection
+
+    connection.close()
+    connection.settings_dict["NAME"] = name
+
+
+def alternate(args: argparse.Namespace, now: datetime) -> None:
+    """Fill (once) a database per layout, then time every insights filter in rounds
+    alternating the layouts: one render per page per round, the median over rounds."""
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import RequestFactory
+
+    from incidents.models import Incident
+
+    size = max(args.sizes)
+    base = args.database_url.rsplit("/", 1)[1]
+    for layout in args.layouts:
+        ensure_database(f"{args.database_url}_{layout}")
+        use_database(f"{base}_{layout}")
+        call_command("migrate", verbosity=0)
+        if Incident.objects.count() != size or not User.objects.filter(username="bench").exists():
+            started = time.perf_counter()
+            reset()
+            add_notices(now)
+            grow_to(size, 0, now=now, span=SPANS[layout])
+            print(
+                f"{layout}: {size:,} incidents inserted in {time.perf_counter() - started:.1f} s", flush=True
+            )
+    pages = [(label, path) for label, path, python_path in paths() if label.startswith(("all", "a ", "one"))]
+    rf = RequestFactory()
+    times: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(args.repeat + 1):  # the first round warms up, untimed
+        for layout in args.layouts:
+            use_database(f"{base}_{layout}")
+            user = User.objects.get(username="bench")
+            for label, path in pages:
+                started = time.perf_counter()
+                response = render(rf, user, path)
+                elapsed = time.perf_counter() - started
+                assert response.status_code == 200, (path, response.status_code)
+                if round_:
+                    times.setdefault((layout, label), []).append(elapsed)
+        print(f"round {round_} done, load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\n{'page':30}" + "".join(f"{layout:>12}" for layout in args.layouts) + "  dense / spread")
+    for label, _ in pages:
+        medians = {layout: statistics.median(times[(layout, label)]) for layout in args.layouts}
+        line = f"{label:30}" + "".join(f"{medians[layout] * 1000:>9.0f} ms" for layout in args.layouts)
+        if {"dense", "spread"} <= set(medians):
+            ratio = medians["dense"] / medians["spread"]
+            line += f"  {ratio:.2f} ({'within' if ratio <= 1.5 else 'OVER'} 1.5)"
+        print(line)
+
+
 def main() -> None:
     args = parse_args()
+    if args.alternate:
+        ensure_database(args.database_url)
+        setup_django(args.database_url)
+        alternate(args, datetime.now(tz=UTC))
+        return
     ensure_database(args.database_url)
     setup_django(args.database_url)
     from django.core.management import call_command

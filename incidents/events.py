@@ -69,3 +69,23 @@ def announce(
     )
     for handler in list(_handlers.values()):
         handler(event)
+
+
+# Products that moved to another group, or out of one (their group edited away or
+# deleted): what rooms that count per group must recount. Not about one incident, so a
+# registry of its own.
+RegroupHandler = Callable[[frozenset[int]], object]
+_regroup_handlers: dict[str, RegroupHandler] = {}
+
+
+def regrouped_subscribe(name: str, handler: RegroupHandler) -> None:
+    """Join the registry; `name` makes a second `ready()` call replace, not duplicate."""
+    _regroup_handlers[name] = handler
+
+
+def announce_regrouped(*, products: frozenset[int]) -> None:
+    """Inside the service's transaction, after the products' group was written."""
+    if not products:
+        return
+    for handler in list(_regroup_handlers.values()):
+        handler(products)

@@ -11,21 +11,23 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, tzinfo
+from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 
 from django.db import connection
+from django.db.models import Q
 
 from incidents import uptime
 from incidents.models import ActionItem, ImpactWindow, Incident
-from insights import metrics
-from insights.models import ImpactStretch, IncidentFacts
+from insights import metrics, scope_facts
+from insights.models import DowntimeMonth, ImpactStretch, ScopeFacts, ScopeIncident
 
 _INCIDENTS = Incident._meta.db_table
 _WINDOWS = ImpactWindow._meta.db_table
 _ACTION_ITEMS = ActionItem._meta.db_table
-_FACTS = IncidentFacts._meta.db_table
 _STRETCHES = ImpactStretch._meta.db_table
+_SCOPED = ScopeIncident._meta.db_table
+_SCOPE_FACTS = ScopeFacts._meta.db_table
 _CLOSED_ITEMS = [ActionItem.Status.DONE, ActionItem.Status.WONT_DO]
 
 # For these statements only (SET LOCAL lasts for the one implicit transaction of the
@@ -37,14 +39,6 @@ _CLOSED_ITEMS = [ActionItem.Status.DONE, ActionItem.Status.WONT_DO]
 _LOCAL_SETTINGS = "SET LOCAL jit = off; SET LOCAL work_mem = '32MB';\n"
 
 _LEVEL_OF_SEVERITY = {severity: level for level, severity in uptime.SEVERITY.items()}
-
-
-def _severity_sql(column: str) -> str:
-    """`incidents.uptime.SEVERITY` as a CASE expression (the level names are constants)."""
-    whens = " ".join(
-        f"WHEN '{level}' THEN {severity}" for level, severity in uptime.SEVERITY.items() if severity
-    )
-    return f"(CASE {column} {whens} END)"
 
 
 def _micros(expression: str) -> str:
@@ -71,97 +65,63 @@ class IncidentFigures:
     behind: dict[int, metrics.Named]
 
 
-def _scope_condition(alias: str, products: Sequence[int] | None) -> tuple[str, list[Any]]:
-    if products is None:
-        return "TRUE", []
-    return f"{alias}.product_id = ANY(%s)", [list(products)]
-
-
 # Ranks kept of one measure: (count, {(rank, value, incident id)}), by measure (or by
 # measure and period index).
 _Ranked = dict[int, tuple[int, set[tuple[int, timedelta, int]]]]
 _RankedByPeriod = dict[tuple[int, int], tuple[int, set[tuple[int, timedelta, int]]]]
 
-
-# Every measure of every incident, for the ranks within each period (the response CSV).
-_PER_PERIOD_MEASURES = """,
-m AS (
-    SELECT 0 AS k, period, id, detect_us AS v FROM inc WHERE detect_us IS NOT NULL
-    UNION ALL
-    SELECT 1, period, id, first_update_us FROM inc WHERE first_update_us IS NOT NULL
-    UNION ALL
-    SELECT 2, period, id, resolve_us FROM inc WHERE resolve_us IS NOT NULL
-    UNION ALL
-    SELECT 3, period, id, cadence_us FROM inc WHERE cadence_us IS NOT NULL
-)"""
-
-
-def _measures_sql(scoped: bool, per_period: bool) -> str:
-    """The range's incidents in scope (`inc`) from their stored facts, and their four
-    measures in microseconds (`m`). Scoped: only incidents with a window on one of the
-    products, at the worst level among those."""
-    if scoped:
-        source = f"""FROM {_FACTS} f
-    JOIN {_WINDOWS} w ON w.incident_id = f.incident_id AND w.product_id = ANY(%(products)s)
-    WHERE f.started_at >= %(start)s AND f.started_at < %(end)s
-    GROUP BY f.incident_id"""
-        severity = f"max({_severity_sql('w.level')})"
-    else:
-        source = f"FROM {_FACTS} f WHERE f.started_at >= %(start)s AND f.started_at < %(end)s"
-        severity = "f.severity"
-    return f"""WITH inc AS (
-    SELECT f.incident_id AS id, f.is_maintenance AS maint, f.is_open AS open,
-           width_bucket(f.started_at, %(lows)s::timestamptz[]) AS period, {severity} AS sev,
-           f.detect_us, f.first_update_us, f.resolve_us, f.cadence_us
-    {source}
-){_PER_PERIOD_MEASURES if per_period else ""}"""
-
-
 _MEASURES = ("detect_us", "first_update_us", "resolve_us", "cadence_us")  # k = 0 to 3
 
+# The range's rows of the scope (`insights.models.ScopeIncident`): a scope and a range
+# of month keys, read inside each measure's index.
+_IN_RANGE = "s.scope = %(scope)s AND s.month >= %(first)s AND s.month < %(after)s"
 
-def _whole_range_ranks_sql(k: int, scoped: bool) -> str:
+
+def _whole_range_ranks_sql(k: int) -> str:
     """The ranks one measure shows over the whole range, read in the order of its index
-    (`insights.models.IncidentFacts`): no sort, however many incidents the range holds.
-    The ranks wanted (`%(ranks_k)s`) and the count (`%(n_k)s`) come from the counts
-    query, so each row costs one hashed look-up, and nothing is buffered."""
+    (scope, value, incident) with the month beside it: no sort, no join. The ranks
+    wanted (`%(ranks_k)s`) and the count (`%(n_k)s`) come from the month sums, so each
+    row costs one hashed look-up, and nothing is buffered."""
     column = _MEASURES[k]
-    in_scope = "AND f.incident_id IN (SELECT id FROM inc)" if scoped else ""
-    return f"""SELECT {k} AS k, width_bucket(started_at, %(lows)s::timestamptz[]) AS period, id, v, ra,
+    return f"""SELECT {k} AS k, NULL::int AS period, id, v, ra,
        %(n_{k})s::bigint AS na, NULL::bigint AS rp, NULL::bigint AS np FROM (
-    SELECT f.started_at, f.incident_id AS id, f.{column} AS v,
-           row_number() OVER (ORDER BY f.{column}, f.incident_id) - 1 AS ra
-    FROM {_FACTS} f
-    WHERE f.{column} IS NOT NULL AND f.started_at >= %(start)s AND f.started_at < %(end)s {in_scope}
+    SELECT s.incident_id AS id, s.{column} AS v,
+           row_number() OVER (ORDER BY s.{column}, s.incident_id) - 1 AS ra
+    FROM {_SCOPED} s
+    WHERE s.{column} IS NOT NULL AND {_IN_RANGE}
 ) r{k} WHERE ra = ANY(%(ranks_{k})s::bigint[])"""  # noqa: S608 - constants only
 
 
-def _counts_sql(scoped: bool) -> str:
-    """Counts per period and level, and how many values each measure has in the range."""
-    counted = ", ".join(f"count({column})" for column in _MEASURES)
-    return f"""{_LOCAL_SETTINGS}
-{_measures_sql(scoped, per_period=False)}
-SELECT
-    (SELECT COALESCE(json_agg(json_build_array(period, maint, COALESCE(sev, 0), open, n)), '[]')
-     FROM (SELECT period, maint, sev, open, count(*) AS n FROM inc GROUP BY 1, 2, 3, 4) c),
-    (SELECT json_build_array({counted}) FROM inc)
-"""  # noqa: S608 - only constants are formatted in
-
-
-def _figures_sql(scoped: bool, per_period: bool) -> str:
-    """The ranks of each measure the page shows (over the range, and per period)."""
-    picked = [_whole_range_ranks_sql(k, scoped) for k in range(len(_MEASURES))]
-    if per_period:
-        pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
-        picked.append(f"""SELECT k, period, id, v, NULL::bigint, NULL::bigint, rp, np FROM (
+def _per_period_ranks_sql() -> str:
+    """Each period's median, 90th percentile and longest per measure (the response CSV
+    only): every value of the range numbered within its period."""
+    measures = "\n    UNION ALL\n    ".join(
+        f"SELECT {k} AS k, width_bucket(s.month, %(lows)s::date[]) AS period, s.incident_id AS id, "  # noqa: S608 - constants
+        f"s.{column} AS v FROM {_SCOPED} s WHERE s.{column} IS NOT NULL AND {_IN_RANGE}"
+        for k, column in enumerate(_MEASURES)
+    )
+    pmed, pp90 = nearest_rank_sql("np", 50), nearest_rank_sql("np", 90)
+    return f"""SELECT k, period, id, v, NULL::bigint, NULL::bigint, rp, np FROM (
     SELECT k, period, id, v, row_number() OVER (PARTITION BY k, period ORDER BY v, id) - 1 AS rp,
            count(*) OVER (PARTITION BY k, period) AS np
-    FROM m
-) rp WHERE rp IN ({pmed}, {pp90}, np - 1)""")  # noqa: S608 - constants only
+    FROM (
+    {measures}
+    ) m
+) rp WHERE rp IN ({pmed}, {pp90}, np - 1)"""  # noqa: S608 - constants only
+
+
+_COUNTS_SQL = f"""SELECT month, severity, is_maintenance, is_open, n, n_detect, n_first_update, n_resolve, n_cadence
+FROM {_SCOPE_FACTS} s WHERE {_IN_RANGE}"""  # noqa: S608 - constants only
+
+
+def _figures_sql(per_period: bool) -> str:
+    """The ranks of each measure the page shows (over the range, and per period)."""
+    picked = [_whole_range_ranks_sql(k) for k in range(len(_MEASURES))]
+    if per_period:
+        picked.append(_per_period_ranks_sql())
     union = "\nUNION ALL\n".join(f"({part})" for part in picked)
     return f"""{_LOCAL_SETTINGS}
-{_measures_sql(scoped, per_period)},
-picked AS (
+WITH picked AS (
 {union}
 )
 SELECT
@@ -175,13 +135,18 @@ SELECT
 
 
 def _counts(
-    counts: list[list[Any]],
-) -> tuple[dict[int, dict[str, int]], dict[int, int], dict[int, int]]:
-    """Per period index: incidents by level, open incidents, maintenance."""
+    counts: Sequence[Sequence[Any]], period_of_month: dict[date, int]
+) -> tuple[dict[int, dict[str, int]], dict[int, int], dict[int, int], list[int]]:
+    """Per period index: incidents by level, open incidents, maintenance; and how many
+    values each measure has over the range (maintenance has none)."""
     by_level: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(metrics.LEVEL_ORDER, 0))
     open_incidents: dict[int, int] = defaultdict(int)
     maintenance: dict[int, int] = defaultdict(int)
-    for period, maint, severity, is_open, n in counts:
+    measured = [0] * len(_MEASURES)
+    for month, severity, maint, is_open, n, *with_values in counts:
+        period = period_of_month[month]
+        for k, m in enumerate(with_values):
+            measured[k] += m
         if maint:
             maintenance[period] += n
             continue
@@ -189,7 +154,7 @@ def _counts(
         by_level[period][level if level in metrics.LEVEL_ORDER else metrics.NO_IMPACT] += n
         if is_open:
             open_incidents[period] += n
-    return dict(by_level), dict(open_incidents), dict(maintenance)
+    return dict(by_level), dict(open_incidents), dict(maintenance), measured
 
 
 def _kept_ranks(
@@ -223,29 +188,38 @@ def _response(found: _Ranked) -> metrics.Response:
     return metrics.Response(*dists)
 
 
+def month_periods(periods: Sequence[metrics.Period]) -> dict[date, int]:
+    """Each month key of the range (`insights.scope_facts.month_of`) and the index, from
+    1, of the period holding it."""
+    out = {}
+    for i, p in enumerate(periods, start=1):
+        for k in range(p.months):
+            out[metrics.add_months(p.first_day, k)] = i
+    return out
+
+
 def incident_figures(
-    *, products: Sequence[int] | None, periods: Sequence[metrics.Period], per_period: bool = False
+    *, scope: str, periods: Sequence[metrics.Period], per_period: bool = False
 ) -> IncidentFigures:
-    """Two queries: the counts, then the ranks they call for. `products`: the scope's product ids, None for every product (then an
-    incident without any window counts too, as in the Python path). `per_period`: rank
-    within each period too (a second sort of every value), for the response CSV."""
-    lows = [p.start for p in periods]
-    scoped = products is not None
+    """Two queries: the month sums of the scope (`ScopeFacts`, a few rows per month),
+    then the ranks they call for (`ScopeIncident`, along each measure's index). `scope`:
+    "all", "g<id>" or "p<id>" (`insights.scope_facts`). `per_period`: rank within each
+    period too (a sort of every value of the range), for the response CSV."""
+    period_of_month = month_periods(periods)
     params: dict[str, Any] = {
-        "lows": lows,
-        "products": list(products or ()),
-        "start": periods[0].start,
-        "end": periods[-1].end,
+        "scope": scope,
+        "first": periods[0].first_day,
+        "after": metrics.add_months(periods[-1].first_day, periods[-1].months),
+        "lows": [p.first_day for p in periods],
     }
     with connection.cursor() as cursor:
-        cursor.execute(_counts_sql(scoped), params)
-        counts, measured = cursor.fetchone()
+        cursor.execute(_COUNTS_SQL, params)
+        by_level, open_incidents, maintenance, measured = _counts(cursor.fetchall(), period_of_month)
         for k, n in enumerate(measured):
             params[f"n_{k}"] = n
             params[f"ranks_{k}"] = sorted(metrics.summary_ranks(n) | frozenset(metrics.drawn_ranks(n)))
-        cursor.execute(_figures_sql(scoped, per_period), params)
+        cursor.execute(_figures_sql(per_period), params)
         (picked,) = cursor.fetchone()
-    by_level, open_incidents, maintenance = _counts(counts)
     whole, by_period, behind = _kept_ranks(picked)
     period_response = {
         i: _response({k: v for (k, period), v in by_period.items() if period == i})
@@ -262,41 +236,51 @@ def incident_figures(
 
 
 def downtime_by_level(
-    *, products: Sequence[int] | None, periods: Sequence[metrics.Period], now: datetime
+    *, products: Sequence[int] | None, periods: Sequence[metrics.Period], now: datetime, tz: tzinfo
 ) -> dict[tuple[int, int], dict[str, timedelta]]:
-    """One query: per (product id, period index), the time each level was the worst one in
-    [period start, min(period end, now)). Products and periods without downtime are absent.
+    """Two queries: per (product id, period index), the time each level was the worst one
+    in [period start, min(period end, now)). Products and periods without downtime are
+    absent.
 
-    Summed from the stored stretches of worst level (`insights.models.ImpactStretch`),
-    each clipped to every period it overlaps: they partition each product's covered time,
-    so the sums are the sweep's over the windows, to the microsecond."""
-    start = periods[0].start
-    horizon = min(periods[-1].end, now)
-    lows = [p.start for p in periods]
-    highs = [min(p.end, horizon) for p in periods]
-    in_scope, scope_params = _scope_condition("s", products)
-    sql = f"""{_LOCAL_SETTINGS}
-SELECT product_id, b AS period, severity,
-       {_micros("sum(LEAST(COALESCE(e, 'infinity'), (%s::timestamptz[])[b]) - GREATEST(st, (%s::timestamptz[])[b]))")}
-FROM (
-    SELECT s.product_id, s.severity, s.started_at AS st, s.ended_at AS e,
-           generate_series(width_bucket(GREATEST(s.started_at, %s), %s::timestamptz[]),
-                           width_bucket(LEAST(COALESCE(s.ended_at, 'infinity'), %s) - INTERVAL '1 microsecond',
-                                        %s::timestamptz[])) AS b
-    FROM {_STRETCHES} s
-    WHERE s.started_at < %s AND (s.ended_at IS NULL OR s.ended_at > %s) AND {in_scope}
-) pieces
-GROUP BY 1, 2, 3
-"""  # noqa: S608 - only constants are formatted in (table names); values are parameters
-    params = [highs, lows, start, lows, horizon, lows, horizon, start, *scope_params]
-    out: dict[tuple[int, int], dict[str, timedelta]] = defaultdict(dict)
+    The closed stretches of worst level (`insights.models.ImpactStretch`) are summed per
+    display-zone month as they are written (`DowntimeMonth`): a few rows per product and
+    month. Those still open or ending after now (ongoing impact, scheduled maintenance)
+    are read here, their stored share taken back and their share up to now added. The
+    stretches partition each product's covered time, so the sums are the sweep's over the
+    windows, to the microsecond."""
+    period_of_month = month_periods(periods)
+    start, after = periods[0].start, periods[-1].end
+    horizon = min(after, now)
     if horizon <= start:
         return {}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        for product_id, period, severity, micros in cursor.fetchall():
-            out[(product_id, period)][_LEVEL_OF_SEVERITY[severity]] = timedelta(microseconds=micros)
+    micros: dict[tuple[int, int, int], int] = defaultdict(int)
+    stored = DowntimeMonth.objects.filter(month__in=list(period_of_month))
+    live = ImpactStretch.objects.filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=now), started_at__lt=after
+    ).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if products is not None:
+        stored = stored.filter(product_id__in=list(products))
+        live = live.filter(product_id__in=list(products))
+    for product_id, month, severity, value in stored.values_list("product_id", "month", "severity", "micros"):
+        micros[(product_id, period_of_month[month], severity)] += value
+    for product_id, severity, st, end in live.values_list("product_id", "severity", "started_at", "ended_at"):
+        if end is not None:  # counted in full when written: its share after now comes back out
+            for month, lo, hi in scope_facts.month_pieces(st, end, tz):
+                if month in period_of_month:
+                    micros[(product_id, period_of_month[month], severity)] -= _micros_of(hi - lo)
+        stop = horizon if end is None else min(end, horizon)
+        if stop > st:
+            for month, lo, hi in scope_facts.month_pieces(max(st, start), stop, tz):
+                micros[(product_id, period_of_month[month], severity)] += _micros_of(hi - lo)
+    out: dict[tuple[int, int], dict[str, timedelta]] = defaultdict(dict)
+    for (product_id, period, severity), value in sorted(micros.items()):
+        if value:
+            out[(product_id, period)][_LEVEL_OF_SEVERITY[severity]] = timedelta(microseconds=value)
     return dict(out)
+
+
+def _micros_of(delta: timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def action_item_counts(

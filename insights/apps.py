@@ -14,3 +14,4 @@ class InsightsConfig(AppConfig):
         # Every write service announces its change inside its transaction; the facts
         # follow in the same transaction (docs/adr/0018-incident-facts.md).
         events.incident_event_subscribe("insights", facts.on_incident_event)
+        events.regrouped_subscribe("insights", facts.on_regrouped)

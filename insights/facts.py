@@ -15,9 +15,10 @@ from typing import NamedTuple
 from django.db import transaction
 from django.utils import timezone
 
+from core.timezones import display_zone
 from incidents import events, uptime
 from incidents.models import ImpactWindow, Incident, Product
-from insights import history, metrics
+from insights import history, metrics, scope_facts
 from insights.models import ImpactStretch, IncidentFacts
 
 _BATCH = 2000
@@ -58,9 +59,14 @@ def _spans_of(incident_ids: Sequence[int]) -> dict[int, list[uptime.Span]]:
 
 
 def incident_facts_refresh(incident_ids: Iterable[int]) -> None:
-    """Recompute the facts of these incidents (two queries and a write); a deleted
-    incident's row is already gone with it."""
+    """Recompute the facts of these incidents (two queries and a write; a deleted
+    incident's row is already gone with it), then their scope rows and month sums."""
     ids = sorted(set(incident_ids))
+    _facts_write(ids)
+    scope_facts.scope_refresh(ids)
+
+
+def _facts_write(ids: Sequence[int]) -> None:
     rows = history.fact_rows(Incident.objects.filter(pk__in=ids))
     fresh = [facts_row(f) for f in history.facts_of(rows, spans=_spans_of(ids))]
     IncidentFacts.objects.bulk_create(
@@ -108,7 +114,9 @@ def stretches(windows: Iterable[tuple[str, datetime, datetime | None]]) -> list[
 
 def product_stretches_refresh(product_ids: Iterable[int]) -> None:
     """Recompute each product's stretches from all its windows, writing only the
-    difference (a window change moves a few stretches)."""
+    difference (a window change moves a few stretches), and move its downtime months by
+    the difference too."""
+    tz = display_zone()
     for product_id in sorted(set(product_ids)):
         windows = ImpactWindow.objects.filter(product_id=product_id).values_list(
             "level", "started_at", "ended_at"
@@ -123,6 +131,9 @@ def product_stretches_refresh(product_ids: Iterable[int]) -> None:
         gone = [pk for stretch, pk in stored.items() if stretch not in wanted]
         if gone:
             ImpactStretch.objects.filter(pk__in=gone).delete()
+        delta = scope_facts.stretch_months(((product_id, *s) for s in wanted - set(stored)), tz)
+        delta.subtract(scope_facts.stretch_months(((product_id, *s) for s in set(stored) - wanted), tz))
+        scope_facts.downtime_add(delta)
         ImpactStretch.objects.bulk_create(
             [
                 ImpactStretch(product_id=product_id, severity=s.severity, started_at=s.start, ended_at=s.end)
@@ -130,6 +141,15 @@ def product_stretches_refresh(product_ids: Iterable[int]) -> None:
             ],
             batch_size=_BATCH,
         )
+
+
+def on_regrouped(product_ids: frozenset[int]) -> None:
+    """A product moved to another group (or out of one): the group rows of every
+    incident with a window on it change."""
+    ids = ImpactWindow.objects.filter(product_id__in=list(product_ids)).values_list("incident_id", flat=True)
+    incidents = sorted(set(ids))
+    for lo in range(0, len(incidents), _BATCH):
+        scope_facts.scope_refresh(incidents[lo : lo + _BATCH])
 
 
 def on_incident_event(event: events.IncidentEvent) -> None:
@@ -143,15 +163,31 @@ def on_incident_event(event: events.IncidentEvent) -> None:
 
 @transaction.atomic
 def facts_rebuild(*, progress: Callable[[str], object] | None = None) -> tuple[int, int]:
-    """Every incident's facts and every product's stretches from scratch; (incidents,
-    products). Used by the data migration, the command, and after bulk loads."""
+    """Every incident's facts and every product's stretches from scratch, then the scope
+    rows and month sums built on them; (incidents, products). Used by the data
+    migrations, the command, and after bulk loads."""
     IncidentFacts.objects.all().delete()
     ids = list(Incident.objects.order_by("pk").values_list("pk", flat=True))
     for lo in range(0, len(ids), _BATCH):
-        incident_facts_refresh(ids[lo : lo + _BATCH])
+        _facts_write(ids[lo : lo + _BATCH])
         if progress is not None:
             progress(f"facts: {min(lo + _BATCH, len(ids)):,} of {len(ids):,} incidents")
     products = list(Product.objects.order_by("pk").values_list("pk", flat=True))
     ImpactStretch.objects.all().delete()
-    product_stretches_refresh(products)
+    for product_id in products:
+        windows = ImpactWindow.objects.filter(product_id=product_id).values_list(
+            "level", "started_at", "ended_at"
+        )
+        ImpactStretch.objects.bulk_create(
+            [
+                ImpactStretch(product_id=product_id, severity=s.severity, started_at=s.start, ended_at=s.end)
+                for s in stretches(windows)
+            ],
+            batch_size=_BATCH,
+        )
+    scope_facts.scope_rebuild(
+        ids, ImpactStretch.objects.values_list("product_id", "severity", "started_at", "ended_at").iterator()
+    )
+    if progress is not None:
+        progress(f"scope rows and month sums of {len(ids):,} incidents and {len(products):,} products")
     return len(ids), len(products)

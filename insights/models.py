@@ -73,3 +73,92 @@ class ImpactStretch(models.Model):
 
     def __str__(self) -> str:
         return f"Severity {self.severity} on product {self.product_id} from {self.started_at:%Y-%m-%d %H:%M}"
+
+
+_MEASURES = ("detect_us", "first_update_us", "resolve_us", "cadence_us")
+
+
+class ScopeIncident(models.Model):
+    """One incident as one scope sees it: every incident in scope "all", and in "p<id>"
+    and "g<id>" for each product (and its group) it has a window on, with the worst level
+    of those windows. The month is the display zone's month of its start: the page's
+    periods are whole months, so a range is a few month keys. Not a foreign key: the row
+    outlives a deleted incident until the write's hook takes back what it counted
+    (docs/adr/0035-scope-facts.md)."""
+
+    scope = models.CharField(max_length=16)
+    incident_id = models.BigIntegerField()
+    month = models.DateField()  # the first day of the month its impact started in
+    severity = models.PositiveSmallIntegerField()  # worst level in scope, 0 without any
+    is_maintenance = models.BooleanField()
+    is_open = models.BooleanField()
+    detect_us = models.BigIntegerField(null=True)
+    first_update_us = models.BigIntegerField(null=True)
+    resolve_us = models.BigIntegerField(null=True)
+    cadence_us = models.BigIntegerField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "incident_id"], name="scope_incident_once")]
+        indexes = [
+            models.Index(fields=["incident_id"], name="scope_incident_of"),
+            # Each measure of a scope in rank order, the month beside it to filter the
+            # range inside the index.
+            *(
+                models.Index(
+                    fields=["scope", measure, "incident_id"],
+                    include=["month"],
+                    condition=Q(**{f"{measure}__isnull": False}),
+                    name=f"scope_{measure.removesuffix('_us')}_rank",
+                )
+                for measure in _MEASURES
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Incident {self.incident_id} in scope {self.scope}"
+
+
+class ScopeFacts(models.Model):
+    """How many incidents of a scope started in a month, by worst level, maintenance
+    and open flags, with how many have each measure: the sums of `ScopeIncident`, moved
+    by the same hook (by difference), so the page's counts read a few rows per month."""
+
+    scope = models.CharField(max_length=16)
+    month = models.DateField()
+    severity = models.PositiveSmallIntegerField()
+    is_maintenance = models.BooleanField()
+    is_open = models.BooleanField()
+    n = models.IntegerField()
+    n_detect = models.IntegerField()
+    n_first_update = models.IntegerField()
+    n_resolve = models.IntegerField()
+    n_cadence = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scope", "month", "severity", "is_maintenance", "is_open"], name="scope_facts_cell"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.n} incidents of {self.scope} in {self.month:%Y-%m}"
+
+
+class DowntimeMonth(models.Model):
+    """Each product's time at each worst level per display-zone month, summed from its
+    closed `ImpactStretch`es clipped to the month (whole microseconds). Stretches still
+    open or ending after now are read live and replace their share here."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE, related_name="+")
+    month = models.DateField()
+    severity = models.PositiveSmallIntegerField()
+    micros = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["product", "month", "severity"], name="downtime_month_cell")
+        ]
+
+    def __str__(self) -> str:
+        return f"Severity {self.severity} on product {self.product_id} in {self.month:%Y-%m}"

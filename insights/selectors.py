@@ -22,7 +22,7 @@ from core.timezones import display_zone
 from incidents import uptime
 from incidents.models import Product
 from incidents.selectors import products_public, windows_counted_between
-from insights import aggregates, history, metrics
+from insights import aggregates, history, metrics, scope_facts
 from insights.scope import Scope
 from insights.scope import scope_choices as scope_choices  # the views and tests read it here
 
@@ -193,19 +193,31 @@ def insights_page_python(
     )
 
 
+def facts_scope(scope: Scope) -> str:
+    """The key of `scope` in the stored per-scope facts (`insights.scope_facts`)."""
+    if scope.is_all:
+        return scope_facts.ALL
+    kind, _, _ = scope.key.partition(":")
+    if kind == "group":
+        return scope_facts.group_scope(int(scope.key.partition(":")[2]))
+    return scope_facts.product_scope(scope.products[0].pk)
+
+
 def insights_page_sql(
     *, scope: Scope, granularity: str, last: date, now: datetime, period_response: bool = False
 ) -> InsightsPage:
-    """The same page with the heavy arithmetic done by PostgreSQL (`insights.aggregates`):
-    six queries whatever the size of the history, none of which returns more than a few
-    hundred rows (the newest incidents listed, the ranks shown, a figure per product,
-    period and level)."""
+    """The same page from the stored per-scope facts (`insights.aggregates`): a fixed
+    number of queries whatever the size of the history, none of which returns more than
+    a few hundred rows (the month sums, the ranks shown, the newest incidents listed, a
+    figure per product, month and level)."""
     tz = display_zone()
     weights = display_weights()
     periods = _periods(granularity, last, tz)
     products = None if scope.is_all else [p.pk for p in scope.products]
-    figures = aggregates.incident_figures(products=products, periods=periods, per_period=period_response)
-    durations = aggregates.downtime_by_level(products=products, periods=periods, now=now)
+    figures = aggregates.incident_figures(
+        scope=facts_scope(scope), periods=periods, per_period=period_response
+    )
+    durations = aggregates.downtime_by_level(products=products, periods=periods, now=now, tz=tz)
     per_period: dict[metrics.Period, list[metrics.Downtime]] = {p: [] for p in periods}
     for product in scope.products:
         for i, p in enumerate(periods, start=1):

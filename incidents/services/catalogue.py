@@ -20,6 +20,7 @@ from core import roles
 from core.errors import InUse
 from core.text import check_range, clean_single_line, clean_text
 from edge import version as public_cache
+from incidents import events
 from incidents.history_counts import history_counts_rebuild
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Location, Product, ProductGroup
@@ -67,8 +68,12 @@ def product_create(*, actor: User | None = None, **fields: Any) -> Product:
 def product_edit(*, product: Product, changes: dict[str, Any], actor: User | None = None) -> Product:
     roles.check(actor, "incident.edit")
     was_public = product.is_public
+    # From the database: the admin's form has already set the new group on `product`.
+    was_group = Product.objects.filter(pk=product.pk).values_list("group_id", flat=True).first()
     product = _save(product, changes=changes, allowed=PRODUCT_FIELDS, single_line={"name": 100})
     products_changed([product.pk])
+    if product.group_id != was_group:
+        events.announce_regrouped(products=frozenset([product.pk]))
     if product.is_public != was_public:
         # Every incident on it may appear or vanish, in any month.
         history_counts_rebuild()
@@ -133,8 +138,10 @@ def product_group_edit(
 @transaction.atomic
 def product_group_delete(*, group: ProductGroup, actor: User | None = None) -> None:
     roles.check(actor, "incident.edit")
-    products_changed(group.products.values_list("pk", flat=True))
+    members = frozenset(group.products.values_list("pk", flat=True))
+    products_changed(members)
     ProductGroup.objects.filter(pk=group.pk).delete()
+    events.announce_regrouped(products=members)
     public_cache.public_state_changed()
 
 

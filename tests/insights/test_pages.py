@@ -178,10 +178,11 @@ def test_the_page_needs_the_same_number_of_queries_however_much_history(staff_cl
     build(20, prefix="large")
     assert count() == small
     if connection.vendor == "postgresql":
-        # Session and user, groups and products, then the database path's seven: counts,
-        # the ranks they call for, downtime, the newest incidents and their windows, action
-        # items, credits; and the recurrences per product (postmortems.selectors).
-        assert small == [12, 12, 12, 12]
+        # Session and user, groups and products, then the database path's eight: the month
+        # sums, the ranks they call for, the stored downtime months and the stretches read
+        # live, the newest incidents and their windows, action items, credits; and the
+        # recurrences per product (postmortems.selectors).
+        assert small == [13, 13, 13, 13]
 
 
 def test_the_public_report_is_cached_linked_and_public_only(client: Client) -> None:

@@ -9,10 +9,12 @@ from insights import facts
 
 class Command(BaseCommand):
     help = (
-        "Recompute the insights page's stored figures (every incident's facts and every "
-        "product's impact stretches) from the incidents, windows and updates. The write "
+        "Recompute the insights page's stored figures (every incident's facts, every "
+        "product's impact stretches, the per-scope rows and month sums, each product's "
+        "downtime per month) from the incidents, windows and updates. The write "
         "services keep them fresh; run this after writing history around them (bulk loads, "
-        "SQL fixes, restores). One transaction; progress every 2,000 incidents."
+        "SQL fixes, restores, a change of DISPLAY_TIME_ZONE). One transaction; progress "
+        "every 2,000 incidents."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
