@@ -18,8 +18,16 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core import roles
-from credits import explain, sla
-from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, NoticeState, SLAPolicy
+from credits import explain, sla, sla_measured
+from credits.models import (
+    POLICY_EPOCH,
+    CreditAuditEntry,
+    CreditNotice,
+    CustomerEntitlement,
+    NoticeState,
+    SLAPolicy,
+    SLAPolicyVersion,
+)
 from incidents.intervals import Interval, merge
 from incidents.models import Incident, Location, Product
 from incidents.selectors import windows_counted, windows_overlapping, worst_level
@@ -186,6 +194,45 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
 
 def policies_with_tiers() -> dict[int, SLAPolicy]:
     return {p.pk: p for p in SLAPolicy.objects.prefetch_related("tiers")}
+
+
+def policy_versions(policies: dict[int, SLAPolicy]) -> dict[int, list[sla_measured.Version]]:
+    """Each policy's versions as pure maths, oldest first (one query). A policy without
+    version rows reads as one version from the epoch: its row's terms."""
+    found: dict[int, list[sla_measured.Version]] = {pk: [] for pk in policies}
+    for row in SLAPolicyVersion.objects.filter(policy_id__in=list(policies)).order_by(
+        "policy_id", "effective_from"
+    ):
+        found[row.policy_id].append(row.as_version(policies[row.policy_id]))
+    for pk, versions in found.items():
+        if not versions:
+            policy = policies[pk]
+            versions.append(
+                sla_measured.Version(
+                    POLICY_EPOCH, policy.as_policy(), policy.downtime_source, policy.measured_definition()
+                )
+            )
+    return found
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    version: SLAPolicyVersion
+    until: date | None  # the last day it rules; None: the newest
+    in_force: bool  # the version ruling today
+
+
+def policy_version_rows(policy: SLAPolicy, *, today: date | None = None) -> list[VersionRow]:
+    """A policy's versions, newest first, with the last day each rules."""
+    versions = list(SLAPolicyVersion.objects.filter(policy=policy).order_by("effective_from"))
+    today = today or timezone.localdate(timezone=ZoneInfo(policy.time_zone))
+    rows = []
+    for index, version in enumerate(versions):
+        nxt = versions[index + 1].effective_from if index + 1 < len(versions) else None
+        until = nxt - timedelta(days=1) if nxt is not None else None
+        ruling = version.effective_from <= today and (nxt is None or today < nxt)
+        rows.append(VersionRow(version, until, ruling))
+    return rows[::-1]
 
 
 def notices_for_period(*, period: str, states: list[str] | None = None) -> QuerySet[CreditNotice]:
