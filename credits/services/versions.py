@@ -53,7 +53,7 @@ def _day_start(policy: SLAPolicy, day: date) -> datetime:
     return sla_measured._day_start(day, policy.time_zone)
 
 
-def refuse_committed(policy: SLAPolicy, *, start: date, end: date | None, field: str) -> None:
+def refuse_committed(policy: SLAPolicy, *, start: date, end: date | None, field: str | None) -> None:
     """Refuse a change of terms ruling [start, end) (days in the policy's time zone) when
     a month it reaches already has an approved or sent credit under this policy."""
     lo = _day_start(policy, start)
@@ -65,13 +65,14 @@ def refuse_committed(policy: SLAPolicy, *, start: date, end: date | None, field:
         return
     year, month = (int(part) for part in last.split("-"))
     after = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    raise ValidationError(
-        {
-            field: f"The credit for {last} under this policy has already been approved or sent; "
-            f"a change from {start.isoformat()} would change it. Choose a day on or after "
-            f"{after.isoformat()}."
-        }
+    message = (
+        f"The credit for {last} under this policy has already been approved or sent; a change "
+        f"from {start.isoformat()} would change it. Choose a day on or after {after.isoformat()}."
     )
+    if field is None:
+        # An edit in place: the terms as a whole, not one field, reach the month.
+        raise ValidationError(message + " Add the new terms from that day on the policy's console page.")
+    raise ValidationError({field: message})
 
 
 def _newest(policy: SLAPolicy) -> SLAPolicyVersion | None:
@@ -90,7 +91,7 @@ def sync_newest(policy: SLAPolicy, *, actor: AbstractBaseUser | None = None) -> 
         )
     if newest.terms == terms and newest.tiers == tiers:
         return newest
-    refuse_committed(policy, start=newest.effective_from, end=None, field="target")
+    refuse_committed(policy, start=newest.effective_from, end=None, field=None)
     newest.terms, newest.tiers = terms, tiers
     newest.save(update_fields=["terms", "tiers"])
     return newest

@@ -311,6 +311,16 @@ def test_the_api_shows_effective_from_and_the_versions(client: Client, march: di
     assert patched.status_code == 200, patched.content
     assert patched.json()["versions"][1]["terms"]["cap"] == "40.00"
     assert patched.json()["versions"][0]["terms"]["cap"] is None
+    # Once March (which the newest version rules from the 16th) is sent, a PATCH of the
+    # terms is refused with the reason, and changes nothing.
+    services.credits_compute(period="2026-03", now=MARCH_END)
+    CreditNotice.objects.update(state=NoticeState.SENT, sent_at=MARCH_END)
+    refused = client.patch(
+        f"/api/v1/sla-policies/{policy.pk}/", {"cap": "45"}, content_type="application/json", **auth
+    )
+    assert refused.status_code == 400
+    assert "already been approved or sent" in refused.content.decode()
+    assert client.get(f"/api/v1/sla-policies/{policy.pk}/", **auth).json()["cap"] == "40.00"
 
 
 # --- Console -----------------------------------------------------------------------------------
