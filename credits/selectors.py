@@ -179,6 +179,7 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
     by_product: dict[int, list[WindowRow]] = defaultdict(list)
     for window in windows:
         by_product[window.product_id].append(window)
+    versions = policy_versions({pk: policies[pk] for pk in used if pk in policies})
     measures = []
     for policy_id, ids in windows_by_policy(
         rows, by_product=by_product, relatives=location_relatives()
@@ -187,7 +188,7 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
             continue
         policy = policies[policy_id]
         outages = [w.outage for w in windows if w.id in ids]
-        result = sla.compute(outages, policy.as_policy(list(policy.tiers.all())), period, now=now)
+        result = month_result(outages, policy, period, now=now, versions=versions.get(policy_id))
         measures.append(CustomerMeasure(policy=policy, result=result))
     return sorted(measures, key=lambda m: m.policy.name)
 
@@ -213,6 +214,19 @@ def policy_versions(policies: dict[int, SLAPolicy]) -> dict[int, list[sla_measur
                 )
             )
     return found
+
+
+def month_result(
+    outages: list[sla.Outage],
+    policy: SLAPolicy,
+    period: sla.Period,
+    *,
+    now: datetime | None = None,
+    versions: list[sla_measured.Version] | None = None,
+) -> sla.SlaResult:
+    """A month's declared result under `policy`, each version for its days."""
+    found = versions if versions is not None else policy_versions({policy.pk: policy})[policy.pk]
+    return sla_measured.compute_versioned(outages, found, period, now=now).as_result()
 
 
 @dataclass(frozen=True)
@@ -316,7 +330,12 @@ def notice_breakdown(notice: CreditNotice) -> explain.Breakdown:
                 outage=w.outage,
             )
         )
-    return explain.explain(inputs, policy.as_policy(), period, now=notice.computed_at)
+    # The terms in force at the month's end (a month spanning a change lists each
+    # version's figures on the notice itself).
+    terms = sla_measured.in_force(policy_versions({policy.pk: policy})[policy.pk], period, policy.time_zone)[
+        -1
+    ]
+    return explain.explain(inputs, terms.policy, period, now=notice.computed_at)
 
 
 def notices_filtered(
@@ -418,7 +437,7 @@ def notice_entitlements_for_customer(
             if w.product_id == e.product_id
             and window_affects(w, location_id=e.location_id, relatives=relatives)
         ]
-        out.append((e, policy, sla.compute(outages, policy.as_policy(), period)))
+        out.append((e, policy, month_result(outages, policy, period)))
     return out
 
 

@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import call_command
 from django.test import Client
 
-from credits import emails, services, sla, sla_measured
+from credits import emails, selectors, services, sla, sla_measured
 from credits.models import POLICY_EPOCH, CreditNotice, NoticeState, SLAPolicy, SLAPolicyVersion
 from incidents.intervals import Interval
 from tests.api.keys import key_for
@@ -142,6 +142,14 @@ def test_a_month_wholly_before_a_change_keeps_the_old_terms(march: dict[str, Any
     assert [v["effective_from"] for v in notice.versions] == ["1970-01-01"]
     policy.refresh_from_db()
     assert policy.target == D("99.99")  # the row mirrors its newest version
+    # From May no outage under an hour counts: March's statement and the notice's
+    # breakdown still count its 50 minutes under the terms that ruled it.
+    services.policy_add_version(
+        policy=policy, effective_from=date(2026, 5, 1), changes={"min_downtime_minutes": 60}
+    )
+    ((_, _, line),) = selectors.notice_entitlements_for_customer(march["customer"], sla.Period(2026, 3))
+    assert line.downtime_minutes == D(50)
+    assert selectors.notice_breakdown(notice).total_rounded == D("50.00")
 
 
 def test_measured_downtime_is_split_at_the_change_instant() -> None:
