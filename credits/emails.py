@@ -130,6 +130,51 @@ def _counted_from(notice: CreditNotice, policy_source: str) -> str:
     ) % {"minutes": measured}
 
 
+def versions_key(versions: list[dict[str, str]]) -> tuple[Any, ...]:
+    """The policy versions a notice records, as a hashable part of its letter key."""
+    return tuple(tuple(sorted(v.items())) for v in versions or ())
+
+
+@dataclass(frozen=True)
+class VersionLine:
+    days: str
+    target: str
+    uptime: str
+    credit: str
+
+
+def version_lines(notice: CreditNotice, tz: ZoneInfo) -> list[VersionLine]:
+    """What each policy version owed for its days, when the month spans a change."""
+    if len(notice.versions or ()) < 2:
+        return []
+    lines = []
+    for part in notice.versions:
+        first = datetime.fromisoformat(part["start"]).astimezone(tz).date()
+        last = (datetime.fromisoformat(part["end"]) - timedelta(microseconds=1)).astimezone(tz).date()
+        credit = Decimal(part["credit"]).normalize()
+        lines.append(
+            VersionLine(
+                days=gettext("%(first)s to %(last)s")
+                % {"first": display_date(first), "last": display_date(last)},
+                target=percent(Decimal(part["target"]).normalize()),
+                uptime=percent(
+                    Decimal(part["uptime_percent"]).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
+                ),
+                credit=percent(credit)
+                if notice.unit == CreditNotice.Unit.PERCENT
+                else gettext("%(days)s days") % {"days": number(credit)},
+            )
+        )
+    return lines
+
+
+def _target(notice: CreditNotice) -> Decimal:
+    """The target promised at the month's end: its last version's, else the policy's."""
+    if notice.versions:
+        return Decimal(notice.versions[-1]["target"])
+    return notice.policy.target
+
+
 def _number(value: Decimal) -> str:
     return number(value.normalize())
 
@@ -210,8 +255,9 @@ def notice_context(notice: CreditNotice) -> dict[str, Any]:
         "time_zone": policy.time_zone,
         "uptime": uptime,
         "uptime_percent": percent(uptime),
-        "target": _number(policy.target),
-        "target_percent": percent(policy.target.normalize()),
+        "target": _number(_target(notice)),
+        "target_percent": percent(_target(notice).normalize()),
+        "version_lines": version_lines(notice, tz),
         "downtime": format_duration(timedelta(minutes=float(notice.downtime_minutes))),
         "downtime_minutes": _number(notice.downtime_minutes),
         "downtime_counted_from": _counted_from(notice, policy.downtime_source),
@@ -315,7 +361,7 @@ def letter_key(
     credit_amount: Decimal | None,
     downtime_minutes: Decimal,
     uptime_percent: Decimal,
-    measured: tuple[str, Decimal | None],
+    measured: tuple[str, Decimal | None, tuple[Any, ...]],
     claim_deadline: date | None,
     term_extended: bool,
     computed_at: datetime,
@@ -378,7 +424,7 @@ def notice_letter_key(notice: CreditNotice) -> tuple[Any, ...]:
         credit_amount=notice.credit_amount,
         downtime_minutes=notice.downtime_minutes,
         uptime_percent=notice.uptime_percent,
-        measured=(notice.downtime_source, notice.measured_minutes),
+        measured=(notice.downtime_source, notice.measured_minutes, versions_key(notice.versions)),
         claim_deadline=notice.claim_deadline,
         term_extended=notice.term_extended_at is not None,
         computed_at=notice.computed_at,

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from core import csvfile
-from credits import sla
+from credits import emails, sla
 from credits.models import CreditNotice, Customer
 from credits.selectors import letter_claim_deadline, notice_entitlements_for_customer
 
@@ -80,6 +81,11 @@ class Statement:
     period: str
     lines: list[StatementLine]
     notices: list[CreditNotice]
+
+    @property
+    def notice_versions(self) -> list[tuple[CreditNotice, list[emails.VersionLine]]]:
+        """Each notice with the policy versions that applied, when its month spans a change."""
+        return [(n, emails.version_lines(n, ZoneInfo(n.policy.time_zone))) for n in self.notices]
 
 
 def statement(customer: Customer, period: sla.Period) -> Statement:

@@ -100,21 +100,3 @@ def _unread(note: str) -> bool:
 def _minus(intervals: list[Interval], holes: list[Interval]) -> list[Interval]:
     holes = merge(holes)
     return merge(piece for iv in intervals for piece in sla_measured._minus(iv, holes))
-
-
-def with_source(
-    result: sla.SlaResult, sourced: sla_measured.SourcedDowntime, policy: sla.Policy
-) -> sla.SlaResult:
-    """The month's result with the downtime the policy's source counts."""
-    downtime = sourced.downtime_minutes
-    uptime = sla.HUNDRED * (result.period_minutes - downtime) / result.period_minutes
-    tier, credit = sla.credit_for(uptime, policy.tiers, policy.cap)
-    return sla.SlaResult(
-        period=result.period,
-        period_minutes=result.period_minutes,
-        downtime_minutes=downtime,
-        uptime_percent=uptime,
-        tier=tier,
-        credit=credit,
-        incident_ids=result.incident_ids if credit > 0 or downtime > 0 else (),
-    )

@@ -6,6 +6,7 @@ Models hold fields and constraints; computing, approving and sending live in
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
@@ -36,6 +37,9 @@ class NoticeState(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
 
+
+# The day the first version of every policy reads from.
+POLICY_EPOCH = date(1970, 1, 1)
 
 _WEIGHT = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))]
 _PERCENT = [MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(100))]
@@ -174,6 +178,85 @@ class CreditTier(models.Model):
         return f"< {self.below}%: {self.credit}"
 
 
+class SLAPolicyVersion(models.Model):
+    """A policy's terms as they read from `effective_from` (a day in the policy's time
+    zone) until the next version's day. The SLAPolicy row stays the identity (name, time
+    zone, unit, claim window) and mirrors its newest version's terms. The first version
+    reads from the epoch. Written by `credits.services`; see
+    docs/adr/0030-credits-from-measurements.md."""
+
+    policy = models.ForeignKey(SLAPolicy, on_delete=models.CASCADE, related_name="versions")
+    effective_from = models.DateField()
+    terms = models.JSONField(help_text="The versioned fields, decimals as strings.")
+    tiers = models.JSONField(default=list, help_text="[below, credit] pairs, as strings.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True, help_text="Who, kept if the user goes.")
+
+    class Meta:
+        ordering = ["policy", "effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "effective_from"], name="policyversion_unique_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.policy_id} from {self.effective_from}"
+
+    def as_version(self, policy: SLAPolicy) -> sla_measured.Version:
+        """The pure-maths view: `policy` (the identity) with this version's terms."""
+        shadow = SLAPolicy(name=policy.name, time_zone=policy.time_zone, unit=policy.unit)
+        for name, value in self.terms.items():
+            setattr(shadow, name, _term_value(name, value))
+        tiers = [CreditTier(below=Decimal(b), credit=Decimal(c)) for b, c in self.tiers]
+        return sla_measured.Version(
+            effective_from=self.effective_from,
+            policy=shadow.as_policy(tiers),
+            source=shadow.downtime_source,
+            definition=shadow.measured_definition(),
+        )
+
+
+# The terms a version holds; the rest of a policy (name, time zone, unit, claim window)
+# is its identity and does not change from a date.
+VERSIONED_TERMS = (
+    "target",
+    "cap",
+    "min_downtime_minutes",
+    "exclude_maintenance",
+    "weight_major_outage",
+    "weight_partial_outage",
+    "weight_degraded_performance",
+    "weight_under_maintenance",
+    "downtime_source",
+    "measured_period_minutes",
+    "measured_down_above",
+    "measured_degraded_above",
+    "measured_degraded_weight",
+    "measured_min_periods",
+)
+_INTEGER_TERMS = frozenset({"min_downtime_minutes", "measured_period_minutes", "measured_min_periods"})
+
+
+def _term_value(name: str, value: object) -> object:
+    if value is None or name in ("exclude_maintenance", "downtime_source"):
+        return value
+    if name in _INTEGER_TERMS:
+        return int(str(value))
+    return Decimal(str(value))
+
+
+def policy_terms(policy: SLAPolicy) -> dict[str, object]:
+    """A policy row's versioned terms as JSON values (decimals as strings, to the
+    column's places, so equal terms compare equal however they were typed)."""
+    terms: dict[str, object] = {}
+    for name in VERSIONED_TERMS:
+        value = getattr(policy, name)
+        if isinstance(value, Decimal):
+            places = SLAPolicy._meta.get_field(name).decimal_places  # type: ignore[union-attr]
+            value = str(value.quantize(Decimal(1).scaleb(-places)))
+        terms[name] = value
+    return terms
+
+
 class Customer(models.Model):
     name = models.CharField(max_length=200)
     billing_emails = models.JSONField(default=list, help_text="Billing contacts (plain addresses).")
@@ -287,6 +370,12 @@ class CreditNotice(models.Model):
     )
     measurement_note = models.CharField(
         max_length=300, blank=True, help_text="Gaps or an unreachable source."
+    )
+    versions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The policy versions that applied (several when the month spans a change): "
+        "[{effective_from, start, end, target, downtime_minutes, uptime_percent, tier_credit, credit}].",
     )
     incidents = models.ManyToManyField(Incident, blank=True, related_name="credit_notices")
     claim_deadline = models.DateField()

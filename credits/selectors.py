@@ -18,8 +18,16 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from core import roles
-from credits import explain, sla
-from credits.models import CreditAuditEntry, CreditNotice, CustomerEntitlement, NoticeState, SLAPolicy
+from credits import explain, sla, sla_measured
+from credits.models import (
+    POLICY_EPOCH,
+    CreditAuditEntry,
+    CreditNotice,
+    CustomerEntitlement,
+    NoticeState,
+    SLAPolicy,
+    SLAPolicyVersion,
+)
 from incidents.intervals import Interval, merge
 from incidents.models import Incident, Location, Product
 from incidents.selectors import windows_counted, windows_overlapping, worst_level
@@ -171,6 +179,7 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
     by_product: dict[int, list[WindowRow]] = defaultdict(list)
     for window in windows:
         by_product[window.product_id].append(window)
+    versions = policy_versions({pk: policies[pk] for pk in used if pk in policies})
     measures = []
     for policy_id, ids in windows_by_policy(
         rows, by_product=by_product, relatives=location_relatives()
@@ -179,13 +188,65 @@ def customer_measures(customer: Any, period: sla.Period, *, now: datetime) -> li
             continue
         policy = policies[policy_id]
         outages = [w.outage for w in windows if w.id in ids]
-        result = sla.compute(outages, policy.as_policy(list(policy.tiers.all())), period, now=now)
+        result = month_result(outages, policy, period, now=now, versions=versions.get(policy_id))
         measures.append(CustomerMeasure(policy=policy, result=result))
     return sorted(measures, key=lambda m: m.policy.name)
 
 
 def policies_with_tiers() -> dict[int, SLAPolicy]:
     return {p.pk: p for p in SLAPolicy.objects.prefetch_related("tiers")}
+
+
+def policy_versions(policies: dict[int, SLAPolicy]) -> dict[int, list[sla_measured.Version]]:
+    """Each policy's versions as pure maths, oldest first (one query). A policy without
+    version rows reads as one version from the epoch: its row's terms."""
+    found: dict[int, list[sla_measured.Version]] = {pk: [] for pk in policies}
+    for row in SLAPolicyVersion.objects.filter(policy_id__in=list(policies)).order_by(
+        "policy_id", "effective_from"
+    ):
+        found[row.policy_id].append(row.as_version(policies[row.policy_id]))
+    for pk, versions in found.items():
+        if not versions:
+            policy = policies[pk]
+            versions.append(
+                sla_measured.Version(
+                    POLICY_EPOCH, policy.as_policy(), policy.downtime_source, policy.measured_definition()
+                )
+            )
+    return found
+
+
+def month_result(
+    outages: list[sla.Outage],
+    policy: SLAPolicy,
+    period: sla.Period,
+    *,
+    now: datetime | None = None,
+    versions: list[sla_measured.Version] | None = None,
+) -> sla.SlaResult:
+    """A month's declared result under `policy`, each version for its days."""
+    found = versions if versions is not None else policy_versions({policy.pk: policy})[policy.pk]
+    return sla_measured.compute_versioned(outages, found, period, now=now).as_result()
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    version: SLAPolicyVersion
+    until: date | None  # the last day it rules; None: the newest
+    in_force: bool  # the version ruling today
+
+
+def policy_version_rows(policy: SLAPolicy, *, today: date | None = None) -> list[VersionRow]:
+    """A policy's versions, newest first, with the last day each rules."""
+    versions = list(SLAPolicyVersion.objects.filter(policy=policy).order_by("effective_from"))
+    today = today or timezone.localdate(timezone=ZoneInfo(policy.time_zone))
+    rows = []
+    for index, version in enumerate(versions):
+        nxt = versions[index + 1].effective_from if index + 1 < len(versions) else None
+        until = nxt - timedelta(days=1) if nxt is not None else None
+        ruling = version.effective_from <= today and (nxt is None or today < nxt)
+        rows.append(VersionRow(version, until, ruling))
+    return rows[::-1]
 
 
 def notices_for_period(*, period: str, states: list[str] | None = None) -> QuerySet[CreditNotice]:
@@ -269,7 +330,12 @@ def notice_breakdown(notice: CreditNotice) -> explain.Breakdown:
                 outage=w.outage,
             )
         )
-    return explain.explain(inputs, policy.as_policy(), period, now=notice.computed_at)
+    # The terms in force at the month's end (a month spanning a change lists each
+    # version's figures on the notice itself).
+    terms = sla_measured.in_force(policy_versions({policy.pk: policy})[policy.pk], period, policy.time_zone)[
+        -1
+    ]
+    return explain.explain(inputs, terms.policy, period, now=notice.computed_at)
 
 
 def notices_filtered(
@@ -371,7 +437,7 @@ def notice_entitlements_for_customer(
             if w.product_id == e.product_id
             and window_affects(w, location_id=e.location_id, relatives=relatives)
         ]
-        out.append((e, policy, sla.compute(outages, policy.as_policy(), period)))
+        out.append((e, policy, month_result(outages, policy, period)))
     return out
 
 

@@ -211,12 +211,28 @@ def sourced_downtime(
     )
 
 
+def clip(result: MeasuredResult, start: datetime, end: datetime, degraded_weight: Decimal) -> MeasuredResult:
+    """The part of a month's measurement inside [start, end): a version's days. Runs were
+    judged on the whole series first, as declared stretches are before clipping."""
+
+    def inside(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
+        return tuple(c for iv in intervals if (c := iv.clip(start, end)) is not None)
+
+    down, degraded, gaps = inside(result.down), inside(result.degraded), inside(result.gaps)
+    minutes = sum((sla._minutes(iv.duration) for iv in down), Decimal(0))
+    minutes += sum((sla._minutes(iv.duration) * degraded_weight for iv in degraded), Decimal(0))
+    return MeasuredResult(minutes, down, degraded, gaps)
+
+
 @dataclass(frozen=True)
 class Version:
-    """A policy as it reads from `effective_from` (a day in the policy's time zone)."""
+    """A policy as it reads from `effective_from` (a day in the policy's time zone): its
+    maths, where its downtime comes from, and how it reads a measurement."""
 
     effective_from: date
     policy: sla.Policy
+    source: str = SOURCE_DECLARED
+    definition: Definition | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +243,7 @@ class VersionPart:
     result: sla.SlaResult  # the version's maths on its own days
     share: Decimal  # its days' part of the month
     credit: Decimal  # result.credit x share
+    sourced: SourcedDowntime | None = None  # under a measuring version
 
 
 @dataclass(frozen=True)
@@ -234,10 +251,79 @@ class VersionedResult:
     period: sla.Period
     parts: tuple[VersionPart, ...]
     credit: Decimal  # the parts' sum, capped once for the month
+    period_minutes: Decimal = Decimal(0)
+
+    @property
+    def spans_change(self) -> bool:
+        return len(self.parts) > 1
+
+    def as_result(self) -> sla.SlaResult:
+        """The month as one result: the parts' downtime over the whole month, the month's
+        uptime, the versioned credit (no single tier when the month spans a change)."""
+        downtime = sum((p.result.downtime_minutes for p in self.parts), Decimal(0))
+        uptime = sla.HUNDRED * (self.period_minutes - downtime) / self.period_minutes
+        tier = self.parts[0].result.tier if len(self.parts) == 1 else None
+        incidents = tuple(sorted({i for p in self.parts for i in p.result.incident_ids}))
+        owed_or_down = self.credit > 0 or downtime > 0
+        return sla.SlaResult(
+            self.period,
+            self.period_minutes,
+            downtime,
+            uptime,
+            tier,
+            self.credit,
+            incidents if owed_or_down else (),
+        )
+
+    def source(self) -> tuple[str, Decimal | None, str]:
+        """(the source that counted, measured minutes, "") over the parts: measured when
+        any measuring part counted its measurement."""
+        sourced = [p.sourced for p in self.parts if p.sourced is not None]
+        if not sourced:
+            return SOURCE_DECLARED, None, ""
+        name = SOURCE_MEASURED if any(s.source == SOURCE_MEASURED for s in sourced) else SOURCE_DECLARED
+        minutes = [s.measured_minutes for s in sourced if s.measured_minutes is not None]
+        return name, (sum(minutes, Decimal(0)) if minutes else None), ""
 
 
 def _day_start(day: date, time_zone: str) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(time_zone)).astimezone(ZoneInfo("UTC"))
+
+
+def in_force(versions: Sequence[Version], period: sla.Period, time_zone: str) -> list[Version]:
+    """The versions that rule some day of the month, oldest first. The oldest version
+    rules everything before it too: a policy always has terms."""
+    ordered = sorted(versions, key=lambda v: v.effective_from)
+    start, end = period.bounds(time_zone)
+    kept = []
+    for index, version in enumerate(ordered):
+        nxt = ordered[index + 1] if index + 1 < len(ordered) else None
+        if nxt is not None and _day_start(nxt.effective_from, time_zone) <= start:
+            continue  # superseded before the month began
+        if index and _day_start(version.effective_from, time_zone) >= end:
+            break
+        kept.append(version)
+    return kept
+
+
+def _part_downtime(
+    outages: Sequence[sla.Outage],
+    version: Version,
+    measured: MeasuredResult | None,
+    *,
+    start: datetime,
+    end: datetime,
+    now: datetime | None,
+) -> tuple[Decimal, tuple[int, ...], SourcedDowntime | None]:
+    downtime, incidents = sla.weighted_downtime(outages, version.policy, start=start, end=end, now=now)
+    if version.source == SOURCE_DECLARED:
+        return downtime, incidents, None
+    weight = version.definition.degraded_weight if version.definition else Decimal(0)
+    reading = clip(measured, start, end, weight) if measured is not None else None
+    sourced = sourced_downtime(
+        outages, reading, version.policy, source=version.source, start=start, end=end, now=now
+    )
+    return sourced.downtime_minutes, incidents, sourced
 
 
 def compute_versioned(
@@ -246,36 +332,41 @@ def compute_versioned(
     period: sla.Period,
     *,
     now: datetime | None = None,
+    measured: Sequence[MeasuredResult | None] | None = None,
 ) -> VersionedResult:
     """A month computed with each policy version for its own days: each part's downtime
-    and uptime under that version over its days, its credit weighted by its share of the
-    month, and the month's credit capped once (the cap of the version in force at the
-    month's end), however many incidents and versions make it up."""
-    ordered = sorted(versions, key=lambda v: v.effective_from)
-    if not ordered:
+    (declared, or under a measuring version its measurement clipped to its days, gaps
+    filled from the declared windows) and uptime on its days, its credit weighted by its
+    share of the month, and the month's credit capped once (the cap of the version in
+    force at the month's end), however many incidents and versions make it up.
+    `measured` holds, per version in `versions`' order, the month's reading under that
+    version's definition (None: nothing readable)."""
+    if not versions:
         raise ValueError("no policy version")
-    zone = ordered[-1].policy.time_zone
+    readings = dict(zip(versions, measured, strict=True)) if measured is not None else {}
+    zone = versions[-1].policy.time_zone
+    ordered = in_force(versions, period, zone)
     month_start, month_end = period.bounds(zone)
     month_minutes = sla._minutes(month_end - month_start)
     parts = []
     for index, version in enumerate(ordered):
-        lo = max(month_start, _day_start(version.effective_from, zone))
+        lo = month_start if index == 0 else max(month_start, _day_start(version.effective_from, zone))
         hi = month_end
         if index + 1 < len(ordered):
             hi = min(hi, _day_start(ordered[index + 1].effective_from, zone))
         if hi <= lo:
             continue
         span = sla._minutes(hi - lo)
-        downtime, incidents = sla.weighted_downtime(outages, version.policy, start=lo, end=hi, now=now)
+        downtime, incidents, sourced = _part_downtime(
+            outages, version, readings.get(version), start=lo, end=hi, now=now
+        )
         uptime = sla.HUNDRED * (span - downtime) / span
         tier, credit = sla.credit_for(uptime, version.policy.tiers)
         result = sla.SlaResult(period, span, downtime, uptime, tier, credit, incidents)
         share = span / month_minutes
-        parts.append(VersionPart(version, lo, hi, result, share, credit * share))
+        parts.append(VersionPart(version, lo, hi, result, share, credit * share, sourced))
     total = sum((p.credit for p in parts), Decimal(0))
-    cap = next(
-        (v.policy.cap for v in reversed(ordered) if _day_start(v.effective_from, zone) < month_end), None
-    )
+    cap = ordered[-1].policy.cap
     if cap is not None:
         total = min(total, cap)
-    return VersionedResult(period, tuple(parts), total)
+    return VersionedResult(period, tuple(parts), total, month_minutes)

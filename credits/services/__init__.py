@@ -28,6 +28,7 @@ from credits.services.policies import (
     policy_update,
     policy_weights,
 )
+from credits.services.versions import policy_add_version
 
 __all__ = [
     "CUSTOMER_FIELDS",
@@ -47,6 +48,7 @@ __all__ = [
     "customer_entitle",
     "customer_unentitle",
     "customer_update",
+    "policy_add_version",
     "policy_create",
     "policy_delete",
     "policy_edit",

@@ -121,14 +121,14 @@ class _Measure:
     period: sla.Period
     now: datetime
     policies: dict[int, SLAPolicy]
-    pure: dict[int, sla.Policy]
+    versions: dict[int, list[sla_measured.Version]]  # the versions ruling some day of the month
     windows: list[selectors.WindowRow]
     by_product: dict[int, list[selectors.WindowRow]]
     relatives: dict[int, frozenset[int]]
     # Many customers share an entitlement shape; the maths runs once per distinct
     # (policy, set of windows) and is reused.
-    results: dict[tuple[int, frozenset[int]], sla.SlaResult] = field(default_factory=dict)
-    owed: dict[tuple[int, int], sla.SlaResult] = field(default_factory=dict)
+    results: dict[tuple[int, frozenset[int]], sla_measured.VersionedResult] = field(default_factory=dict)
+    owed: dict[tuple[int, int], sla_measured.VersionedResult] = field(default_factory=dict)
     # For policies counting measured downtime: (source, measured minutes, note) by
     # (customer, policy), and the month's Prometheus reads, shared.
     sources: dict[tuple[int, int], tuple[str, Decimal | None, str]] = field(default_factory=dict)
@@ -139,56 +139,65 @@ class _Measure:
         policies = selectors.policies_with_tiers()
         if not policies:
             return None
-        pure = {pk: p.as_policy(list(p.tiers.all())) for pk, p in policies.items()}
-        bounds = [period.bounds(p.time_zone) for p in pure.values()]
+        versions = {
+            pk: sla_measured.in_force(found, period, policies[pk].time_zone)
+            for pk, found in selectors.policy_versions(policies).items()
+        }
+        bounds = [period.bounds(p.time_zone) for p in policies.values()]
         windows = selectors.windows_for_period(start=min(b[0] for b in bounds), end=max(b[1] for b in bounds))
         by_product: dict[int, list[selectors.WindowRow]] = {}
         for window in windows:
             by_product.setdefault(window.product_id, []).append(window)
-        return cls(period, now, policies, pure, windows, by_product, selectors.location_relatives())
+        return cls(period, now, policies, versions, windows, by_product, selectors.location_relatives())
 
     def customer(self, customer_id: int, rows: Iterable[selectors.EntitlementRow]) -> None:
-        """Measure one customer under each of its policies; keep what is owed."""
+        """Measure one customer under each of its policies (each version for its days);
+        keep what is owed."""
         rows = list(rows)
         for policy_id, ids in self._windows_by_policy(rows).items():
-            key = (policy_id, frozenset(ids))
-            result = self.results.get(key)
-            if result is None:
-                outages = [w.outage for w in self.windows if w.id in ids]
-                result = self.results[key] = sla.compute(
-                    outages, self.pure[policy_id], self.period, now=self.now
-                )
-            if self.policies[policy_id].downtime_source != sla_measured.SOURCE_DECLARED:
-                result = self._sourced(customer_id, policy_id, ids, rows, result)
-            if result.owed:
+            versions = self.versions[policy_id]
+            if any(v.source != sla_measured.SOURCE_DECLARED for v in versions):
+                result = self._sourced(customer_id, policy_id, ids, rows)
+            else:
+                key = (policy_id, frozenset(ids))
+                cached = self.results.get(key)
+                if cached is None:
+                    outages = [w.outage for w in self.windows if w.id in ids]
+                    cached = self.results[key] = sla_measured.compute_versioned(
+                        outages, versions, self.period, now=self.now
+                    )
+                result = cached
+            if result.credit > 0:
                 self.owed[(customer_id, policy_id)] = result
 
     def _sourced(
-        self,
-        customer_id: int,
-        policy_id: int,
-        ids: set[int],
-        rows: list[selectors.EntitlementRow],
-        result: sla.SlaResult,
-    ) -> sla.SlaResult:
+        self, customer_id: int, policy_id: int, ids: set[int], rows: list[selectors.EntitlementRow]
+    ) -> sla_measured.VersionedResult:
         """The result under a policy counting measured downtime (or the larger of the
-        two); gaps in the measurement are filled with the declared windows."""
-        policy, pure = self.policies[policy_id], self.pure[policy_id]
+        two) on some of its versions' days; gaps in the measurement are filled with the
+        declared windows."""
+        zone = self.policies[policy_id].time_zone
         self.measurer = self.measurer or measured.MonthMeasurer(self.period, self.now, self.relatives)
         keys = sorted({(r.product_id, r.location_id) for r in rows if r.policy_id == policy_id}, key=str)
-        reading, note = self.measurer.entitlements(keys, policy.measured_definition(), policy.time_zone)
-        start, end = self.period.bounds(policy.time_zone)
-        sourced = sla_measured.sourced_downtime(
+        readings: list[sla_measured.MeasuredResult | None] = []
+        notes: set[str] = set()
+        for version in self.versions[policy_id]:
+            if version.source == sla_measured.SOURCE_DECLARED or version.definition is None:
+                readings.append(None)
+                continue
+            reading, note = self.measurer.entitlements(keys, version.definition, zone)
+            readings.append(reading)
+            notes.update(n for n in note.split("; ") if n)
+        result = sla_measured.compute_versioned(
             [w.outage for w in self.windows if w.id in ids],
-            reading,
-            pure,
-            source=policy.downtime_source,
-            start=start,
-            end=end,
+            self.versions[policy_id],
+            self.period,
             now=self.now,
+            measured=readings,
         )
-        self.sources[(customer_id, policy_id)] = (sourced.source, sourced.measured_minutes, note)
-        return measured.with_source(result, sourced, pure)
+        name, minutes, _ = result.source()
+        self.sources[(customer_id, policy_id)] = (name, minutes, "; ".join(sorted(notes)))
+        return result
 
     def product_ids(self) -> set[int]:
         """The products whose customers may be owed: those with declared windows, and,
@@ -263,6 +272,7 @@ _COMPARED = (
     "downtime_source",
     "measured_minutes",
     "measurement_note",
+    "versions",
 )
 
 _Pending = list[tuple[CreditNotice, tuple[int, ...]]]  # a notice and the incidents it names
@@ -275,9 +285,26 @@ def _claim_deadline(period: sla.Period, policy: SLAPolicy) -> date:
     return last_day + timedelta(days=policy.claim_window_days)
 
 
+def _versions_json(versioned: sla_measured.VersionedResult) -> list[dict[str, str]]:
+    """The versions that applied: one, or several when the month spans a change."""
+    return [
+        {
+            "effective_from": part.version.effective_from.isoformat(),
+            "start": part.start.isoformat(),
+            "end": part.end.isoformat(),
+            "target": str(part.version.policy.target.normalize()),
+            "downtime_minutes": str(part.result.downtime_minutes_rounded),
+            "uptime_percent": str(part.result.uptime_percent_rounded),
+            "tier_credit": str(part.result.credit.quantize(Decimal("0.01"))),
+            "credit": str(part.credit.quantize(Decimal("0.01"))),
+        }
+        for part in versioned.parts
+    ]
+
+
 def _notice_values(
     *,
-    result: sla.SlaResult,
+    versioned: sla_measured.VersionedResult,
     policy: SLAPolicy,
     customer_bill: Decimal | None,
     period: sla.Period,
@@ -285,7 +312,9 @@ def _notice_values(
 ) -> dict[str, Any]:
     start, end = period.bounds(policy.time_zone)
     name, measured_minutes, note = source or (sla_measured.SOURCE_DECLARED, None, "")
+    result = versioned.as_result()
     return {
+        "versions": _versions_json(versioned),
         "downtime_source": name,
         "measured_minutes": None if measured_minutes is None else measured_minutes.quantize(Decimal("0.01")),
         "measurement_note": note[:300],
@@ -302,7 +331,7 @@ def _notice_values(
 
 
 def _store(
-    owed: dict[tuple[int, int], sla.SlaResult],
+    owed: dict[tuple[int, int], sla_measured.VersionedResult],
     *,
     period: sla.Period,
     policies: dict[int, SLAPolicy],
@@ -323,9 +352,10 @@ def _store(
     linked = _linked_incidents([n.pk for n in existing.values()])
     to_create: _Pending = []
     to_update: _Pending = []
-    for (customer_id, policy_id), result in owed.items():
+    for (customer_id, policy_id), versioned in owed.items():
+        result = versioned.as_result()
         values = _notice_values(
-            result=result,
+            versioned=versioned,
             policy=policies[policy_id],
             customer_bill=bills.get(customer_id),
             period=period,

@@ -31,6 +31,7 @@ class NoticeRow(NamedTuple):
     uptime_percent: Decimal
     downtime_source: str
     measured_minutes: Decimal | None
+    versions: list[dict[str, str]]
     term_extended_at: datetime | None
     computed_at: datetime
     message_id: int | None
@@ -43,7 +44,7 @@ class NoticeRow(NamedTuple):
 
 
 _ROW_COLUMNS = (
-    *NoticeRow._fields[:15],
+    *NoticeRow._fields[:16],
     "customer__name",
     "customer__billing_emails",
     "customer__language",
@@ -174,7 +175,7 @@ def _key(n: NoticeRow, chunk: Chunk, policy: tuple[Any, ...], deadline: date) ->
         credit_amount=n.credit_amount,
         downtime_minutes=n.downtime_minutes,
         uptime_percent=n.uptime_percent,
-        measured=(n.downtime_source, n.measured_minutes),
+        measured=(n.downtime_source, n.measured_minutes, emails.versions_key(n.versions)),
         claim_deadline=deadline,
         term_extended=n.term_extended_at is not None,
         computed_at=n.computed_at,

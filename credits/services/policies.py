@@ -15,6 +15,7 @@ from core import roles
 from core.errors import InUse
 from core.text import clean_single_line
 from credits.models import CreditNotice, CreditTier, Customer, CustomerEntitlement, SLAPolicy
+from credits.services.versions import sync_newest
 
 # The weight of each impact level, as the policy's fields name them.
 POLICY_WEIGHT_FIELDS = (
@@ -86,6 +87,7 @@ def policy_create(
         tier = CreditTier(policy=policy, below=Decimal(below), credit=Decimal(credit))
         tier.full_clean(exclude=["policy"])
         tier.save()
+    sync_newest(policy, actor=actor)
     return policy
 
 
@@ -93,7 +95,9 @@ def policy_create(
 def policy_update(
     *, policy: SLAPolicy, changes: dict[str, Any], actor: AbstractBaseUser | None = None
 ) -> SLAPolicy:
-    """Edit a policy's terms. Notices already computed keep what they were computed with
+    """Edit a policy's terms in place: they amend its newest version (refused where that
+    reaches a month already approved or sent; a change from a date is
+    `policy_add_version`). Notices already computed keep what they were computed with
     until the period is recomputed."""
     roles.check(actor, "policy.write")
     unknown = set(changes) - set(POLICY_FIELDS)
@@ -107,6 +111,7 @@ def policy_update(
         setattr(policy, key, value)
     policy.full_clean()
     policy.save()
+    sync_newest(policy, actor=actor)
     return policy
 
 
@@ -122,7 +127,9 @@ def policy_set_tiers(
     for tier in new:
         tier.full_clean(exclude=["policy"])
     CreditTier.objects.filter(policy=policy).delete()
-    return CreditTier.objects.bulk_create(new)
+    saved = CreditTier.objects.bulk_create(new)
+    sync_newest(policy, actor=actor)
+    return saved
 
 
 @transaction.atomic

@@ -348,6 +348,19 @@ def test_it_computes_and_sends_from_the_command(
             "unit": "days",
             "credit_amount": None,
             "state": "computed",
+            # One policy version ruled the whole month (US/Pacific: 07:00 UTC).
+            "versions": [
+                {
+                    "effective_from": "1970-01-01",
+                    "start": "2009-09-01T07:00:00+00:00",
+                    "end": "2009-10-01T07:00:00+00:00",
+                    "target": "99.9",
+                    "downtime_minutes": "90.00",
+                    "uptime_percent": "99.7916",
+                    "tier_credit": "3.00",
+                    "credit": "3.00",
+                }
+            ],
         }
     ]
     out = StringIO()

@@ -366,7 +366,7 @@ def test_a_letter_key_counts_only_the_products_under_the_notices_policy() -> Non
             credit_amount=None,
             downtime_minutes=D(90),
             uptime_percent=D("99.79"),
-            measured=("declared", None),
+            measured=("declared", None, ()),
             claim_deadline=None,
             term_extended=False,
             computed_at=datetime(2009, 10, 1, tzinfo=UTC),

@@ -97,6 +97,18 @@ POLICY = {
     "tiers": [{"below": "99.9", "credit": "3"}],
 }
 
+# New terms from a day after the computed month (a day in the past would be taken too:
+# nothing was sent).
+NEW_TERMS = {
+    "effective_from": "2026-11-16",
+    "target": "99.95",
+    "tiers": "99.95: 10\n99: 25",
+    "min_downtime_minutes": "5",
+    "exclude_maintenance": "on",
+    "downtime_source": "declared",
+    "measured_down_above": "5",
+}
+
 ROWS: list[Row] = [
     # Console.
     Row(
@@ -153,6 +165,20 @@ ROWS: list[Row] = [
         "console",
         "GET /manage/customers/<id>/statement/",
         _get(lambda: f"{_customer_url('/manage/customers/', 'statement/')()}?period={PERIOD}"),
+        setup=_case,
+    ),
+    Row(
+        "credits.review",
+        "console",
+        "GET /manage/credits/policies/<id>/",
+        _get(lambda: f"/manage/credits/policies/{SLAPolicy.objects.get().pk}/"),
+        setup=_case,
+    ),
+    Row(
+        "policy.write",
+        "console",
+        "POST /manage/credits/policies/<id>/ (a version from a day)",
+        _post(lambda: f"/manage/credits/policies/{SLAPolicy.objects.get().pk}/", lambda: NEW_TERMS),
         setup=_case,
     ),
     # API.

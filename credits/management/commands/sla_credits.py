@@ -92,6 +92,7 @@ class Command(BaseCommand):
                             if notice.credit_amount is None
                             else str(notice.credit_amount),
                             "state": notice.state,
+                            "versions": notice.versions,
                         }
                     )
                 )
@@ -102,9 +103,11 @@ class Command(BaseCommand):
                 if notice.credit_amount is not None
                 else ""
             )
+            versions = len(notice.versions or ())
+            spans = f"  ({versions} policy versions)" if versions > 1 else ""
             self.stdout.write(
                 f"{notice.customer.name:40} {notice.uptime_percent:>9}%  {notice.credit:>6} {notice.unit}{amount}"
-                f"  [{notice.state}]"
+                f"  [{notice.state}]{spans}"
             )
         self.stdout.write(
             self.style.SUCCESS(
