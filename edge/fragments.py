@@ -17,7 +17,7 @@ from edge.shared_cache import pages_cache
 
 # A key names the local day it was built for, so an entry is useless after a day or so.
 FRAGMENT_TTL = 26 * 3600
-KEY_VERSION = "1"  # bumped when the fragments' HTML changes shape (a deploy)
+KEY_VERSION = "2"  # bumped when the fragments' HTML changes shape (a deploy)
 
 
 def fragment_key(kind: str, *parts: object) -> str:

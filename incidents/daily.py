@@ -6,9 +6,9 @@ published incidents did to a product on a day, whole (as if every window had end
 `refresh` recounts the days a write touched; it is called from `incidents.services._common.impact_changed`, the one place
 every write that changes counted impact goes through. `rebuild` recounts everything
 (the migration that creates the table, `manage.py rebuild_product_days`).
-`page_days` reads a range as the status page draws it: one row a stored day (its level,
-time at each level, worst incident and count, and on the grid's days its first few
-incidents, all in SQL), and the days that windows still open or ending after now touch,
+`page_days` reads a range as the status page draws it: one row a stored day (its level
+and time at each level), on the grid's few days its worst incident, count and first few
+incidents (all in SQL), and the days that windows still open or ending after now touch,
 worked out at that moment from the windows of those days.
 Design: docs/adr/0014-per-day-summary.md.
 """
@@ -23,7 +23,7 @@ from itertools import groupby
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db.models import Count, Min, OuterRef, Q, Subquery
+from django.db.models import Count, Min, OuterRef, Q, Subquery, Sum
 
 from core.timezones import display_zone
 from incidents import uptime
@@ -249,8 +249,11 @@ class Mark(NamedTuple):
 class Bar(NamedTuple):
     """One day of one product as the status page draws it (a bar, a grid cell), built
     straight from a stored row: its level, the time at each level (`LEVEL_FIELDS`
-    order), its worst incident, how many incidents, and on the grid's days the first
-    few of them. A quiet day has no incident (`incident_count` 0)."""
+    order; empty on a stored day of `/`, whose uptime comes from `PageDays.totals`), and
+    where the page names them (the grid's days, a product page) its worst
+    incident, how many incidents and the first few of them. A quiet day is operational
+    and has no incident; an impacted day of `/` outside the grid names none either
+    (`incident_count` 0): its bar says its level only."""
 
     date: date
     level: str
@@ -262,8 +265,15 @@ class Bar(NamedTuple):
 
     @property
     def impact(self) -> tuple[tuple[str, timedelta], ...]:
-        """The time at each level that day, worst first, as `DayStatus.impact`."""
+        """The time at each level that day, worst first, as `DayStatus.impact` (none where
+        the durations were not read: a stored day of `/`, see `PageDays.totals`)."""
+        if not self.durations:
+            return ()
         return tuple((level, d) for level, d in zip(LEVEL_FIELDS, self.durations, strict=True) if d)
+
+    @property
+    def impacted(self) -> bool:
+        return self.level != uptime.OPERATIONAL
 
     @property
     def worst_incident(self) -> IncidentName | None:
@@ -281,44 +291,73 @@ def quiet_bar(day: date) -> Bar:
 
 @dataclass(frozen=True)
 class PageDays:
-    """What `page_days` read: each product's impacted days as bars, and its level now."""
+    """What `page_days` read: each product's impacted days as bars, its level now, and
+    its time at each level (`LEVEL_FIELDS` order) from each date of `totals_from` to the
+    last day (for the uptime figures; the bars of `/` carry no durations)."""
 
     days: tuple[uptime.Day, ...]
     bars: dict[int, dict[date, Bar]]
     levels: dict[int, str]
+    totals: dict[tuple[int, date], tuple[timedelta, ...]]
 
     def level(self, product_id: int) -> str:
         return self.levels.get(product_id, uptime.OPERATIONAL)
 
+    def total(self, product_id: int, since: date) -> tuple[timedelta, ...]:
+        return self.totals.get((product_id, since), _NO_TIME)
+
 
 def page_days(
-    *, first: date, last: date, now: datetime, products: Collection[int], marks_from: date, marks: int
+    *,
+    first: date,
+    last: date,
+    now: datetime,
+    products: Collection[int],
+    marks_from: date,
+    marks: int,
+    totals_from: Collection[date] = (),
 ) -> PageDays:
     """The days `first` to `last` (display zone) of these products as `uptime.day_statuses`
-    gives them from every window, and their levels now: each impacted day one `Bar`,
-    read in SQL with its worst incident and its count (and from `marks_from` on, its
-    first `marks` incidents). Two queries whatever the history: the stored days of the
-    range, and the windows not over yet with those of the days they touch (through the
-    index on `ended_at`, never a scan of the history)."""
+    gives them from every window, and their levels now: each impacted day one `Bar`. The
+    days before `marks_from` are drawn by their level alone (the bars of `/`): read from
+    the stored days without incident or durations; from `marks_from` on (the grid) with
+    the worst incident, the count and the first `marks` incidents. The time at each
+    level is summed in SQL (`PageDays.totals`). Four queries whatever the history: the
+    stored days of the range, the grid days' incidents, the windows not over yet with
+    those of the days they touch (through the index on `ended_at`, never a scan of the
+    history), and the sums."""
     tz = display_zone()
     days = uptime.display_days(last=last, count=(last - first).days + 1, tz=tz)
     wanted = set(products)
     bars: dict[int, dict[date, Bar]] = defaultdict(dict)
-    bar, grid = quiet_bar(first), False
-    n = 4 + len(LEVEL_FIELDS)  # _stored_bars: durations from 4, then the incident's fields
-    for row in _stored_bars(first, last, wanted, marks_from=marks_from, marks=marks):
-        if row[2] == 0:  # rank 0: the day's worst incident, its first row
-            grid = row[1] >= marks_from
-            bar = Bar(row[1], row[3], tuple(row[4:n]), row[n], row[n + 1], row[n + 2], [] if grid else ())
-            bars[row[0]][row[1]] = bar
-        if grid and row[2] < marks:
-            bar.marks.append(Mark(row[n + 3], row[n], row[n + 1]))  # type: ignore[attr-defined]
-    levels = _live_bars(bars, wanted, days=days, now=now, tz=tz, marks_from=marks_from, marks=marks)
+    mine: dict[date, Bar] = {}
+    product = None
+    for product_id, day, level in _stored_days(first, last, wanted):  # in product order
+        if product_id != product:
+            product, mine = product_id, bars[product_id]
+        mine[day] = Bar(day, level, (), "", "", 0)
+    _name_grid_days(bars, wanted, marks_from=marks_from, last=last, marks=marks)
+    live = _live_bars(bars, wanted, days=days, now=now, tz=tz, marks_from=marks_from, marks=marks)
     return PageDays(
         days=days,
         bars={p: mine for p, mine in bars.items() if mine},
-        levels={p: lv for p, lv in levels.items() if lv != uptime.OPERATIONAL},
+        levels={p: lv for p, lv in live.levels.items() if lv != uptime.OPERATIONAL},
+        totals=_totals(live, wanted, since=totals_from, last=last),
     )
+
+
+def _name_grid_days(
+    bars: dict[int, dict[date, Bar]], products: Collection[int], *, marks_from: date, last: date, marks: int
+) -> None:
+    """Give the stored days from `marks_from` their worst incident, count and first marks."""
+    for row in _grid_incidents(marks_from, last, products, marks=marks):
+        bar = bars[row[0]].get(row[1])
+        if bar is None:  # a day recounted between the two reads: the next render has it
+            continue
+        if row[2] == 0:  # rank 0: the day's worst incident, its first row
+            bar = bar._replace(public_id=row[3], title=row[4], incident_count=row[5], marks=[])
+            bars[row[0]][row[1]] = bar
+        bar.marks.append(Mark(row[6], row[3], row[4]))  # type: ignore[attr-defined]
 
 
 def _live_bars(
@@ -330,36 +369,94 @@ def _live_bars(
     tz: tzinfo,
     marks_from: date,
     marks: int,
-) -> dict[int, str]:
+) -> _Live:
     """Redo in `bars` the days that windows not over yet touch (worked out at `now` from
     their windows: a stored row counts a window that ends later whole, an open one is in
-    no row); returns the products' levels now."""
+    no row); returns the products' levels now and what was redone."""
     names: dict[int, IncidentName] = {}
     spans: dict[int, list[Span]] = defaultdict(list)
     for row in _windows_not_over(now=now, since=days[0].start):
         if row[0] in products:
             spans[row[0]].append(_span(row))
             names[row[4]] = IncidentName(public_id=row[5], title=row[6])
-    levels = {}
+    result = _Live(levels={}, redone={}, impact=[])
     for product_id, mine in spans.items():
         live = [s for s in mine if s.end is None or s.end > now]
         if not live:
             continue
-        levels[product_id] = uptime.current_level(live, now=now)
+        result.levels[product_id] = uptime.current_level(live, now=now)
         dates, statuses = _live_days(mine, live, days=days, now=now, tz=tz, weights=_UNWEIGHTED)
+        if dates:
+            result.redone[product_id] = (min(dates), max(dates))
         for day in dates:
             bars[product_id].pop(day, None)
         for day, status in statuses.items():
             if status.incidents:  # as a stored day: drawn quiet without an incident
                 bars[product_id][day] = _live_bar(status, names, marks=marks if day >= marks_from else 0)
-    return levels
+                result.impact.append((product_id, day, bars[product_id][day].durations))
+    return result
 
 
-def _stored_bars(
-    first: date, last: date, products: Collection[int], *, marks_from: date, marks: int
+@dataclass(frozen=True)
+class _Live:
+    levels: dict[int, str]  # the products' levels now
+    redone: dict[int, tuple[date, date]]  # the days worked out from windows, first and last
+    impact: list[tuple[int, date, tuple[timedelta, ...]]]  # their impacted days' durations
+
+
+def _totals(
+    live: _Live, products: Collection[int], *, since: Collection[date], last: date
+) -> dict[tuple[int, date], tuple[timedelta, ...]]:
+    """Each product's time at each level from each date of `since` to `last`: the stored
+    days summed in SQL (one row a product), those redone from windows left out and their
+    worked-out durations added."""
+    if not since:
+        return {}
+    redone = Q()
+    for product_id, (low, high) in live.redone.items():
+        redone |= Q(product_id=product_id, day__range=(low, high))
+    sums = {
+        f"{level}_{n}": Sum(level, filter=Q(day__gte=first), default=timedelta(0))
+        for n, first in enumerate(since)
+        for level in LEVEL_FIELDS
+    }
+    rows = (
+        ProductDay.objects.filter(
+            zone=settings.DISPLAY_TIME_ZONE, day__range=(min(since), last), product_id__in=products
+        )
+        .exclude(redone)
+        .order_by()
+        .values("product_id")
+        .annotate(**sums)
+        .values_list("product_id", *sums)
+    )
+    width = len(LEVEL_FIELDS)
+    totals: dict[tuple[int, date], tuple[timedelta, ...]] = {}
+    for product_id, *columns in rows:
+        for n, first in enumerate(since):
+            totals[product_id, first] = tuple(columns[n * width : (n + 1) * width])
+    for product_id, day, durations in live.impact:
+        for first in since:
+            if day >= first:
+                had = totals.get((product_id, first), _NO_TIME)
+                totals[product_id, first] = tuple(a + b for a, b in zip(had, durations, strict=True))
+    return totals
+
+
+def _stored_days(first: date, last: date, products: Collection[int]) -> Iterable[Sequence[Any]]:
+    """One row per impacted day of the range: product, day, level, by product then day;
+    one table, no join, no durations (`_totals` sums them)."""
+    rows = ProductDay.objects.filter(
+        zone=settings.DISPLAY_TIME_ZONE, day__range=(first, last), product_id__in=products
+    ).order_by("product_id", "day")
+    return rows.values_list("product_id", "day", "level")
+
+
+def _grid_incidents(
+    first: date, last: date, products: Collection[int], *, marks: int
 ) -> Iterable[Sequence[Any]]:
-    """One row per impacted day (its worst incident, with the day's count of incidents),
-    and on the days from `marks_from` its next incidents up to `marks`, in day order."""
+    """The first `marks` incidents of each impacted day from `first` to `last` (the grid's
+    few days), worst first, with the day's count of incidents on each row."""
     count = (
         ProductDayIncident.objects.filter(product_day=OuterRef("product_day"))
         .order_by()
@@ -368,7 +465,7 @@ def _stored_bars(
         .values("n")
     )
     rows = ProductDayIncident.objects.filter(
-        Q(rank=0) | Q(rank__lt=marks, product_day__day__gte=marks_from),
+        rank__lt=marks,
         product_day__zone=settings.DISPLAY_TIME_ZONE,
         product_day__day__range=(first, last),
         product_day__product_id__in=products,
@@ -377,8 +474,6 @@ def _stored_bars(
         "product_day__product_id",
         "product_day__day",
         "rank",
-        "product_day__level",
-        *(f"product_day__{level}" for level in LEVEL_FIELDS),
         "incident__public_id",
         "incident__title",
         "n",

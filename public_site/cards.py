@@ -7,8 +7,9 @@ that its HTML shows: the product's public version (moved by every impact change 
 catalogue edit), its status, figures and impacted days (they change with the clock
 while an incident is open), the local day, the language and the settings shown. A
 change to one product thus makes new keys for it and its group only; the rest of the
-page comes from the cache. Quiet days are drawn as runs, one element each, and only
-days with impact carry their own tooltip, link and text. Design:
+page comes from the cache. A card's bars show each day's level only (one character a
+day in its key), quiet days drawn as runs; the grid row names the incidents of its few
+days. Design:
 docs/adr/0015-page-fragments.md.
 """
 
@@ -25,7 +26,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from edge.fragments import fragment_key, fragments
 from incidents.daily import Bar
-from public_site.day_markup import grid_cells
+from public_site.day_markup import grid_cells, level_codes
 from public_site.pages import (
     UPTIME_BAR_DAYS,
     UPTIME_BAR_DAYS_NARROW,
@@ -43,8 +44,9 @@ class Cards:
     grid: SafeString  # the grid's row groups (tbody), each with its rows
 
 
-def _impacted(days: Sequence[Bar]) -> tuple[object, ...]:
-    return tuple(d for d in days if d.incident_count)
+def _grid_shown(days: Sequence[Bar]) -> tuple[object, ...]:
+    """What a grid row shows of its days: each impacted one's level, count and marks."""
+    return tuple((i, d.level, d.incident_count, tuple(d.marks)) for i, d in enumerate(days) if d.impacted)
 
 
 def _page_context(page: StatusPage) -> tuple[object, ...]:
@@ -60,17 +62,25 @@ def _page_context(page: StatusPage) -> tuple[object, ...]:
     )
 
 
-def row_key(
-    row: ProductRow, context: tuple[object, ...], seen: dict[int, tuple[object, ...]] | None = None
-) -> tuple[object, ...]:
-    """What a product's fragments show. `seen` shares the impacted days of rows whose days
-    are the same object (status_page gives every quiet product the same)."""
+@dataclass(frozen=True)
+class RowKeys:
+    card: str
+    grid: str
+
+
+def row_keys(
+    row: ProductRow, context: tuple[object, ...], seen: dict[tuple[int, int], object] | None = None
+) -> RowKeys:
+    """The keys of a product's card and grid row, each naming what its HTML shows. `seen`
+    shares the work for rows whose days are the same object (status_page gives every
+    quiet product the same)."""
     seen = {} if seen is None else seen
-    for days in (row.days, row.grid):
-        if id(days) not in seen:
-            seen[id(days)] = _impacted(days)
+    if (0, id(row.days)) not in seen:
+        seen[0, id(row.days)] = level_codes(row.days)  # all its bars show
+    if (1, id(row.grid)) not in seen:
+        seen[1, id(row.grid)] = _grid_shown(row.grid)
     product = row.product
-    return (
+    card = (
         product.pk,
         product.public_version,
         product.public_id,
@@ -79,10 +89,11 @@ def row_key(
         row.status,
         row.uptime.percent,
         row.uptime_narrow.percent,
-        seen[id(row.days)],
-        seen[id(row.grid)],
+        seen[0, id(row.days)],
         context,
     )
+    grid = (product.pk, product.public_version, product.name, product.slug, seen[1, id(row.grid)], context)
+    return RowKeys(card=fragment_key("card", card), grid=fragment_key("grid-row", grid))
 
 
 class _Builder:
@@ -151,9 +162,9 @@ def _assemble(kind: str, page: StatusPage, keys: dict[int, str], build: _Builder
 def status_cards(page: StatusPage) -> Cards:
     """The product groups and grid rows of `/`, from cached fragments where they are current."""
     context = _page_context(page)
-    seen: dict[int, tuple[object, ...]] = {}
-    parts = {row.product.pk: row_key(row, context, seen) for row in page.rows}
+    seen: dict[tuple[int, int], object] = {}
+    keys = {row.product.pk: row_keys(row, context, seen) for row in page.rows}
     build = _Builder(page)
-    products = _assemble("product", page, {pk: fragment_key("card", p) for pk, p in parts.items()}, build)
-    grid = _assemble("grid", page, {pk: fragment_key("grid-row", p) for pk, p in parts.items()}, build)
+    products = _assemble("product", page, {pk: k.card for pk, k in keys.items()}, build)
+    grid = _assemble("grid", page, {pk: k.grid for pk, k in keys.items()}, build)
     return Cards(products=products, grid=grid)

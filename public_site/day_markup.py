@@ -5,13 +5,16 @@ page: what a day costs is a few dictionary lookups and one format. Every label t
 not depend on the day's own data (level names, "no incidents", "and 3 more", the
 durations) is translated once per process and language and kept; the incident titles
 are escaped where they are written. Quiet days are drawn as runs, one decorative element
-each; an impacted day is a link to its worst incident, its tooltip naming that incident
-and how many more there were, its text for screen readers saying the same.
+each. On a product page an impacted day is a link to its worst incident, its tooltip
+naming that incident and how many more there were, its text for screen readers saying
+the same; on `/` (`light_strip`) a day is its colour only, and each part of the bars one
+text counting its days at each level.
 Design: docs/adr/0015-page-fragments.md (the fragments these go into).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import date, timedelta
 from functools import lru_cache
@@ -28,6 +31,7 @@ from core.i18n import first_of_month
 from incidents.daily import LEVEL_FIELDS, Bar
 from incidents.intervals import format_duration
 from incidents.selectors import PRODUCT_STATUS_LABELS
+from incidents.uptime import OPERATIONAL
 from public_site.pages import UPTIME_BAR_DAYS_NARROW
 
 # A run longer than this is split: status.css sizes runs of up to MAX_RUN days (.q2 to
@@ -56,7 +60,7 @@ def _segments(days: Sequence[Bar]) -> tuple[BarSegment, ...]:
     last = date.min
     run = 0
     for day in days:
-        if not day.incident_count:
+        if not day.impacted:
             if not run:
                 first = day.date
             last, run = day.date, run + 1
@@ -219,6 +223,66 @@ def _strip(segments: Sequence[BarSegment]) -> SafeString:
             )
         )
     return mark_safe("".join(out))  # noqa: S308 - every value escaped above
+
+
+# --- The light bars of `/`: each day its level, one text per part -------------------------------
+
+# One character a day: what a card's bars show of it (its level), also the card's key
+# (public_site.cards). Operational is "a".
+LEVEL_CODES = {level: chr(ord("a") + i) for i, level in enumerate(PRODUCT_STATUS_LABELS)}
+_CODE_LEVELS = {code: level for level, code in LEVEL_CODES.items()}
+_COUNT_ORDER = [LEVEL_CODES[level] for level in (*LEVEL_FIELDS, OPERATIONAL)]  # worst first
+_LIGHT_RUN = re.compile(rf"{LEVEL_CODES[OPERATIONAL]}{{1,{MAX_RUN}}}|.")
+_LIGHT_DAY = {code: f'<span class="bar bar--{level}"></span>' for code, level in _CODE_LEVELS.items()}
+_LIGHT_QUIET = ['<span class="bar bar--operational"></span>'] + [
+    f'<span class="bar bar--operational q{n}"></span>' for n in range(2, MAX_RUN + 1)
+]
+
+
+def level_codes(days: Sequence[Bar]) -> str:
+    return "".join([LEVEL_CODES.get(d.level, "?") for d in days])
+
+
+@lru_cache(maxsize=256)
+def _days_count(count: int, language: str) -> str:
+    with translation.override(language):
+        return ngettext("%(n)s day", "%(n)s days", count) % {"n": count}
+
+
+def light_strip(days: Sequence[Bar], *, recent: int = UPTIME_BAR_DAYS_NARROW) -> SafeString:
+    """The bars of a product card on `/`: no link, tooltip or text per day (the grid and
+    the product page name the incidents), a run of quiet days one element, and for each
+    part (the early days a phone hides, the last UPTIME_BAR_DAYS_NARROW it draws) one
+    text for screen readers counting its days at each level, so that what is read out is
+    what is drawn at every width."""
+    codes = level_codes(days)
+    split = max(0, len(days) - recent)
+    late = _light(codes[split:], days[split].date, days[-1].date) if split < len(days) else ""
+    if not split:
+        return mark_safe(late)  # noqa: S308 - built from fixed markup and escaped text
+    early = _light(codes[:split], days[0].date, days[split - 1].date)
+    return mark_safe(f'<span class="bars__early">{early}</span>{late}')  # noqa: S308
+
+
+def _light(codes: str, first: date, last: date) -> str:
+    language = _language()
+    words = _words(language)
+    when = words.between % {
+        "first": day_label(first, "long", language),
+        "last": day_label(last, "long", language),
+    }
+    said = ", ".join(
+        f"{_label(words, _CODE_LEVELS[code])} {_days_count(n, language)}"
+        for code in _COUNT_ORDER
+        if (n := codes.count(code))
+    )
+    text = escape(words.labelled % {"label": when, "title": said})
+    quiet = LEVEL_CODES[OPERATIONAL]
+    bars = [
+        _LIGHT_QUIET[len(run) - 1] if run[0] == quiet else _LIGHT_DAY.get(run, "")
+        for run in _LIGHT_RUN.findall(codes)
+    ]
+    return f'<span class="sr-only">{text}</span>{"".join(bars)}'
 
 
 # --- The days grid ------------------------------------------------------------------------------

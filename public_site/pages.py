@@ -279,16 +279,13 @@ def timeline_prefetches() -> list[Prefetch]:
     ]
 
 
-def bars_uptime(
-    days: Sequence[uptime.Day], bars: Sequence[daily.Bar], now: datetime, weights: uptime.Weights
+def totals_uptime(
+    days: Sequence[uptime.Day], totals: Sequence[timedelta], now: datetime, weights: uptime.Weights
 ) -> uptime.Uptime:
-    """The uptime over consecutive days from their bars: the days split the period, so each
-    level's time is the sum of its days' times (the stored rows count each minute once,
-    at its worst level)."""
-    impacted = [b.durations for b in bars if b.incident_count]
-    sums = [sum(column, timedelta(0)) for column in zip(*impacted, strict=True)] if impacted else []
+    """The uptime over consecutive days from their time at each level (`LEVEL_FIELDS`
+    order; the stored days count each minute once, at its worst level)."""
     return uptime.uptime_of_durations(
-        dict(zip(daily.LEVEL_FIELDS, sums, strict=False)),
+        dict(zip(daily.LEVEL_FIELDS, totals, strict=True)),
         start=days[0].start,
         end=min(days[-1].end, now),
         weights=weights,
@@ -319,11 +316,11 @@ def status_page(*, now: datetime) -> StatusPage:
     """Everything `/` shows, in a fixed number of queries whatever the history: products,
     their days (`incidents.daily.page_days`: the stored days of the range as bars, the
     windows not over yet), open incidents and their timelines."""
-    weights = uptime_weights()
-    grid_count = max(1, settings.STATUS_GRID_DAYS)
+    weights, grid_count = uptime_weights(), max(1, settings.STATUS_GRID_DAYS)
     day_count = max(UPTIME_BAR_DAYS, grid_count)
     last = today_local(now)
     products = list(products_public())
+    wide, narrow = (last - timedelta(days=n - 1) for n in (UPTIME_BAR_DAYS, UPTIME_BAR_DAYS_NARROW))
     summary = daily.page_days(
         first=last - timedelta(days=day_count - 1),
         last=last,
@@ -331,6 +328,7 @@ def status_page(*, now: datetime) -> StatusPage:
         products=[p.pk for p in products],
         marks_from=last - timedelta(days=grid_count - 1),
         marks=GRID_MARKS,
+        totals_from=(wide, narrow),
     )
     days = summary.days
     quiet_bars = tuple(daily.quiet_bar(d.date) for d in days)
@@ -348,9 +346,9 @@ def status_page(*, now: datetime) -> StatusPage:
                 status=summary.level(product.pk),
                 days=bars[-UPTIME_BAR_DAYS:],
                 grid=bars[-grid_count:],
-                uptime=bars_uptime(days[-UPTIME_BAR_DAYS:], bars[-UPTIME_BAR_DAYS:], now, weights),
-                uptime_narrow=bars_uptime(
-                    days[-UPTIME_BAR_DAYS_NARROW:], bars[-UPTIME_BAR_DAYS_NARROW:], now, weights
+                uptime=totals_uptime(days[-UPTIME_BAR_DAYS:], summary.total(product.pk, wide), now, weights),
+                uptime_narrow=totals_uptime(
+                    days[-UPTIME_BAR_DAYS_NARROW:], summary.total(product.pk, narrow), now, weights
                 ),
             )
         )

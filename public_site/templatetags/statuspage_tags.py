@@ -20,7 +20,14 @@ from core.i18n import first_of_month
 from incidents.daily import Bar
 from incidents.intervals import format_duration
 from incidents.markdown import render_markdown, stored_html
-from public_site.day_markup import DATE_STYLES, bar_strip, day_label, icon, incident_url_pattern
+from public_site.day_markup import (
+    DATE_STYLES,
+    bar_strip,
+    day_label,
+    icon,
+    incident_url_pattern,
+    light_strip,
+)
 from public_site.history import RecentDay
 
 register = template.Library()
@@ -103,6 +110,13 @@ def bar_strip_tag(days: Sequence[Bar]) -> SafeString:
     written by one loop rather than a template include per bar: a page whose history is
     busy has thousands of impacted days."""
     return bar_strip(days)
+
+
+@register.simple_tag(name="light_bar_strip")
+def light_bar_strip_tag(days: Sequence[Bar]) -> SafeString:
+    """`{% light_bar_strip days %}`: the bars of a product card on `/`, each day its level
+    only (public_site.day_markup.light_strip)."""
+    return light_strip(days)
 
 
 @register.simple_tag(name="grid_icon")

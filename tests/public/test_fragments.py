@@ -93,21 +93,32 @@ def test_a_quiet_product_is_a_few_elements_and_a_few_hundred_compressed_bytes(
 
 
 @pytest.mark.django_db
-def test_it_keeps_each_impacted_day_with_its_link_tooltip_and_text(client: Client, frozen: None) -> None:
+def test_a_card_draws_each_day_by_its_level_and_counts_them_for_screen_readers(
+    client: Client, frozen: None
+) -> None:
     gmail = make_product("Gmail")
-    incident = make_incident(
+    make_incident(
         title="Gmail slow",
         product=gmail,
         start=NOW - timedelta(days=40),
         end=NOW - timedelta(days=40, hours=-1),
     )
     card = _card(_get(client), gmail.public_id)
-    bar = re.search(
-        r'<a class="bar bar--major_outage" href="/incidents/(\w+)/" title="([^"]+)"[^>]*>(.*?)</a>', card
-    )
-    assert bar and bar.group(1) == incident.public_id
-    assert bar.group(2) == "Tue 20 Oct 2026: Major outage 1 h · Gmail slow"
-    assert '<span class="sr-only">Tue 20 Oct 2026: Major outage \u2013 Gmail slow</span>' in bar.group(3)
+    # No link, tooltip or text of its own: the day is its colour.
+    assert '<span class="bar bar--major_outage"></span>' in card
+    assert '<a class="bar' not in card and "Gmail slow" not in card and 'title="' not in card
+    # Each part says what it draws: the 60 days a phone hides, then the last 30.
+    assert (
+        '<span class="sr-only">Tue 1 Sep 2026 \u2013 Fri 30 Oct 2026: Major outage 1 day, '
+        "Operational 59 days</span>"
+    ) in card
+    assert '<span class="sr-only">Sat 31 Oct 2026 \u2013 Sun 29 Nov 2026: Operational 30 days</span>' in card
+    french = _card(_get(client, "/fr/"), gmail.public_id)
+    assert "Panne majeure 1\u00a0jour, Opérationnel 59\u00a0jours</span>" in french
+    # The product page keeps the day's link, tooltip and text.
+    product = _get(client, f"/products/{gmail.slug}/")
+    assert "Tue 20 Oct 2026: Major outage 1 h · Gmail slow" in product
+    assert '<span class="sr-only">Tue 20 Oct 2026: Major outage \u2013 Gmail slow</span>' in product
 
 
 @pytest.mark.django_db
@@ -121,17 +132,17 @@ def test_it_bounds_the_marks_of_a_busy_day_in_the_grid(client: Client, frozen: N
     assert grid.count('class="grid__mark"') == GRID_MARKS
     assert f'<a class="grid__more" href="/products/{gmail.slug}/" title="2 more incidents">' in grid
     assert "29 Nov: 2 more incidents" in grid
-    # Today's bar names the day's worst incident and how many more, in the tooltip and
-    # in the text a screen reader says; the product page lists them all.
-    card = _card(html, gmail.public_id)
-    bar = re.search(r'<a class="bar bar--\w+" href="/incidents/\w+/" title="([^"]+)"[^>]*>(.*?)</a>', card)
+    # The card's bar is the day's level only; on the product page today's bar names the
+    # day's worst incident and how many more, in the tooltip and in the text a screen
+    # reader says.
+    assert "Blip" not in _card(html, gmail.public_id)
+    product = _get(client, f"/products/{gmail.slug}/")
+    bar = re.search(r'<a class="bar bar--\w+" href="/incidents/\w+/" title="([^"]+)"[^>]*>(.*?)</a>', product)
     assert bar and bar.group(1).startswith("Sun 29 Nov 2026: ")
     assert bar.group(1).endswith(" · Blip 0 and 4 more")
     assert bar.group(2).endswith(" \u2013 Blip 0 and 4 more</span>")
-    assert "Blip 1" not in card
     french = _get(client, "/fr/")
     assert 'title="2 autres incidents"' in french
-    assert " · Blip 0 et 4 autres" in _card(french, gmail.public_id)
 
 
 @pytest.mark.django_db
@@ -159,37 +170,39 @@ def test_a_change_to_one_product_rebuilds_its_fragments_only(
     html = _get(client)
     assert built == ["Product 2", "Product 2"]
     assert 'data-status="major_outage"' in _card(html, products[2].public_id)
-    assert "Storage errors" in _card(html, products[2].public_id)
+    assert "Storage errors" in html.split('id="grid-title"')[1]
 
 
 @pytest.mark.django_db
 def test_no_stale_fragment_shows_after_a_change(client: Client, frozen: None) -> None:
     gmail = make_product("Gmail")
     incident = make_incident(title="Gmail slow", product=gmail, start=NOW - timedelta(hours=3))
-    assert "Gmail slow" in _card(_get(client), gmail.public_id)
+    html = _get(client)
+    assert "Gmail slow" in _grid(html)
+    open_figures = _figures(_card(html, gmail.public_id))
 
-    # A title edit moves no product's version: the key holds the titles it shows.
+    # A title edit moves no product's version: the grid row's key holds the titles it shows.
     services.incident_edit(incident=incident, changes={"title": "Gmail sends late"})
-    card = _card(_get(client), gmail.public_id)
-    assert "Gmail sends late" in card and "Gmail slow" not in card
+    grid = _grid(_get(client))
+    assert "Gmail sends late" in grid and "Gmail slow" not in grid
 
-    # Resolving closes the window: status and tooltip follow.
+    # Resolving closes the window: status and figures follow.
     services.incident_resolve(incident=incident, resolved_at=NOW - timedelta(hours=1), body="Fixed.")
     card = _card(_get(client), gmail.public_id)
     assert 'data-status="operational"' in card
-    assert "Major outage 2 h" in card
+    resolved_figures = _figures(card)
+    assert resolved_figures != open_figures
 
-    # A window added to an old incident on the same day changes that day's tooltip.
+    # A window added to an old incident on the same day changes the figures.
     add_window(incident, gmail, NOW - timedelta(minutes=50), NOW - timedelta(minutes=20))
-    card = _card(_get(client), gmail.public_id)
-    assert "Partial outage 30 min" in card
+    assert _figures(_card(_get(client), gmail.public_id)) not in (open_figures, resolved_figures)
 
     # A rename (a catalogue edit) shows on the card and in its group at once.
     gmail.refresh_from_db()
     services.product_edit(product=gmail, changes={"name": "Gmail Web"})
     html = _get(client)
     assert 'data-component-name="Gmail Web"' in _card(html, gmail.public_id)
-    assert '<a href="/products/gmail/">Gmail Web</a>' in html.split('id="grid-title"')[1]
+    assert '<a href="/products/gmail/">Gmail Web</a>' in _grid(html)
 
 
 @pytest.mark.django_db
@@ -197,11 +210,20 @@ def test_an_open_incident_refreshes_its_card_as_time_passes(client: Client) -> N
     gmail = make_product("Gmail")
     with freeze_time(NOW):
         make_incident(title="Gmail slow", product=gmail, start=NOW - timedelta(hours=1))
-        assert "Major outage 1 h" in _card(_get(client), gmail.public_id)
-    # No write, only the clock: the ongoing day's tooltip and the figure move on.
+        before = _figures(_card(_get(client), gmail.public_id))
+    # No write, only the clock: the figures move on.
     with freeze_time(NOW + timedelta(hours=2)):  # past the page cache's TTL
-        html = _get(client)
-        assert "Major outage 3 h" in _card(html, gmail.public_id)
+        after = _figures(_card(_get(client), gmail.public_id))
+    assert len(after) == 2 and all(float(a) < float(b) for a, b in zip(after, before, strict=True))
+
+
+def _grid(html: str) -> str:
+    return html.split('id="grid-title"')[1].split('id="recent-title"')[0]
+
+
+def _figures(card: str) -> list[str]:
+    """The card's uptime figures: over the 90 days, then over the 30 a phone shows."""
+    return re.findall(r"<strong>([\d.]+)&nbsp;%</strong>", card)
 
 
 def test_the_embedded_cache_holds_the_fragments_of_a_thousand_products() -> None:

@@ -292,16 +292,25 @@ def test_bar_and_grid_tooltips_space_the_colon_in_french_only(client: Client) ->
 
     english = text(client.get("/"))
     french = text(client.get("/fr/"))
+    # The bars with a tooltip a day are the product page's; `/` keeps the grid's.
+    english_bars = text(client.get("/products/gmail/"))
+    french_bars = text(client.get("/fr/products/gmail/"))
 
-    assert 'title="Sun 29 Nov 2026: Major outage 1 h · Gmail slow"' in english
+    assert 'title="Sun 29 Nov 2026: Major outage 1 h · Gmail slow"' in english_bars
     # The quiet days before it, as far back as a phone draws, are one run with one tooltip.
-    assert 'title="Sat 31 Oct 2026 \u2013 Sat 28 Nov 2026: no incidents"' in english
+    assert 'title="Sat 31 Oct 2026 \u2013 Sat 28 Nov 2026: no incidents"' in english_bars
     assert 'title="Major outage: Gmail slow"' in english
-    assert f'title="dim. 29 nov. 2026{NBSP}: Panne majeure 1{NBSP}h · Gmail slow"' in french
-    assert f'title="du sam. 31 oct. 2026 au sam. 28 nov. 2026{NBSP}: aucun incident"' in french
+    assert f'title="dim. 29 nov. 2026{NBSP}: Panne majeure 1{NBSP}h · Gmail slow"' in french_bars
+    assert f'title="du sam. 31 oct. 2026 au sam. 28 nov. 2026{NBSP}: aucun incident"' in french_bars
     assert f'title="Panne majeure{NBSP}: Gmail slow"' in french
+    # The card's bars: one text a part, counting the days at each level.
+    assert (
+        f'sr-only">du sam. 31 oct. 2026 au dim. 29 nov. 2026{NBSP}: '
+        f"Panne majeure 1{NBSP}jour, Opérationnel 29{NBSP}jours<"
+    ) in french
     # No colon glued to a date or a label in the French tooltips or screen-reader texts.
-    assert not re.search(r'(title="|sr-only">)[^"<]*\w: ', french)
+    for page in (french, french_bars):
+        assert not re.search(r'(title="|sr-only">)[^"<]*\w: ', page)
 
 
 def test_periods_and_headline_read_in_french(client: Client) -> None:
