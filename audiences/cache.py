@@ -15,8 +15,7 @@ from typing import Any
 
 from django.core.cache import cache
 
-from audiences.models import Page
-from audiences.services import WORDS_VERSION_KEY
+from audiences.models import WORDS_VERSION_KEY, Page
 from edge.version import private_state_version, public_state_version
 
 TTL_SECONDS = 30
