@@ -23,10 +23,8 @@ TTL_SECONDS = 30
 
 def _key(page: Page, variant: str) -> str:
     words = cache.get(WORDS_VERSION_KEY, 0)
-    return (
-        f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{public_state_version()}"
-        f":{private_state_version()}:{variant}"
-    )
+    stamps = f"{public_state_version()}:{private_state_version()}"
+    return f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{stamps}:{variant}"
 
 
 def cached(*, page: Page, variant: str, build: Callable[[], bytes]) -> bytes:

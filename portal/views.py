@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.timezones import display_zone_active
 from credits import exports, sla
 from credits.models import NoticeState
 from edge import ratelimit
@@ -133,7 +134,8 @@ def logout(request: HttpRequest) -> HttpResponse:
 def index(request: HttpRequest, customer: Any) -> HttpResponse:
     overview = selectors.overview(customer, now=timezone.now())
     context = {"overview": overview, "email": request.session.get(EMAIL_KEY, "")}
-    return render(request, "portal/index.html", context)
+    with display_zone_active():  # times in the zone the footer names, as on every page
+        return render(request, "portal/index.html", context)
 
 
 @contact_required
