@@ -70,7 +70,7 @@ def test_a_page_host_serves_the_page_at_the_root(
 
 
 def test_a_host_is_checked(world: World, pages: Pages) -> None:
-    common = {"actor": None, "slug": "x", "title": "X", "visibility": "internal"}
+    common: dict[str, Any] = {"actor": None, "slug": "x", "title": "X", "visibility": "internal"}
     with pytest.raises(ValidationError) as bad:
         services.page_save(**common, host="not a host")
     assert "host" in bad.value.message_dict
@@ -81,7 +81,7 @@ def test_a_host_is_checked(world: World, pages: Pages) -> None:
 
 
 def test_networks_are_checked(world: World) -> None:
-    common = {"actor": None, "slug": "x", "title": "X", "visibility": "internal"}
+    common: dict[str, Any] = {"actor": None, "slug": "x", "title": "X", "visibility": "internal"}
     with pytest.raises(ValidationError) as bad:
         services.page_save(**common, allowed_networks=["10.0.0.0/8", "nonsense"])
     assert "nonsense" in bad.value.message_dict["allowed_networks"][0]
