@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
+from django.http.request import validate_host
 
 from audiences.models import WORDS_VERSION_KEY, Page, PageKey, UpdateWords
 from incidents.models import ImpactWindow, Incident, IncidentStatus, IncidentUpdate, Location, Product
@@ -111,8 +112,8 @@ def page_for_host(host: str) -> str | None:
     own host names), or None. The pages' map is read again only when this room's write
     counter moves; a counter gone with a flushed cache keeps the map this process has."""
     global _hosts
-    if not host:
-        return None
+    if not host or not validate_host(host, settings.ALLOWED_HOSTS):
+        return None  # Django refuses it anyway (400): no lookup for it
     if host in settings.PAGE_HOSTS:
         return str(settings.PAGE_HOSTS[host])
     counter = cache.get(WORDS_VERSION_KEY)
