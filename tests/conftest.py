@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -113,12 +112,6 @@ def _clear_cache() -> Iterator[None]:
 
     from edge import cache_backend, guard, page_cache, version
 
-    # A prerender or rebuild thread a previous test started must end first: one still
-    # running after the flush would mint the new stamp and store, under it, a page built
-    # from that test's rows (order-dependent stale pages, e.g. an empty uptime grid).
-    for thread in threading.enumerate():
-        if thread.name == "prerender" or thread.name.startswith("rebuild:"):
-            thread.join(timeout=30)
     cache.clear()
     # Rate-limit counters have a cache of their own; a test's hits must not carry over.
     caches["ratelimit"].clear()
