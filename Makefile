@@ -38,9 +38,10 @@ run: $(VENV)/.installed-dev
 	@echo "    admin         Administrator     everything, including users and roles"
 	@echo "  Staff admin:  http://$(HOST):$(PORT)/admin/"
 	@echo "  Emails are written to var/mail/ (their links start with $(SITE_URL))"
+	@echo "  Internal page: http://$(HOST):$(PORT)/p/internal/  sign in first at /manage/ as staff (any staff login above)"
 	@echo "  Customer portal: http://$(HOST):$(PORT)/portal/  sign in with a one-time link, mailed to var/mail/:"
-	@echo "    ops@tailspin.example   Tailspin Toys      Cloud Storage in us-central1"
-	@echo "    it@northwind.example   Northwind Traders  Gmail"
+	@echo "    ops@tailspin.example   Tailspin Toys      Cloud Storage in us-central1  page /p/tailspin-toys/"
+	@echo "    it@northwind.example   Northwind Traders  Gmail                         page /p/northwind-traders/"
 	@echo ""
 	@# Periodic tasks (outbox sweeper, maintenance transitions, reminders) run in a
 	@# process next to the server, since the embedded mode has no Celery beat.

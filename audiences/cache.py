@@ -1,8 +1,9 @@
 """The private page cache: one entry per page, language (or JSON part) and state.
 
 The key carries the page's own change time, this room's write counter (pages, keys,
-words) and the public-state version (incidents), so a change shows on the next request;
-a short lifetime covers what none of them announces (a staff-only product's windows).
+words), the public-state version and the private-state version (every incident write,
+those the public never sees included), so a change shows on the next request; a short
+lifetime covers what none of them announces.
 Entries live under their own prefix in the default cache, never in the public page
 cache, so no public response can be served from them (docs/adr/0028-audience-pages.md).
 """
@@ -14,18 +15,16 @@ from typing import Any
 
 from django.core.cache import cache
 
-from audiences.models import Page
-from audiences.services import WORDS_VERSION_KEY
-from edge.version import public_state_version
+from audiences.models import WORDS_VERSION_KEY, Page
+from edge.version import private_state_version, public_state_version
 
 TTL_SECONDS = 30
 
 
 def _key(page: Page, variant: str) -> str:
     words = cache.get(WORDS_VERSION_KEY, 0)
-    return (
-        f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{public_state_version()}:{variant}"
-    )
+    stamps = f"{public_state_version()}:{private_state_version()}"
+    return f"audiences:page:{page.pk}:{page.updated_at.timestamp()}:{words}:{stamps}:{variant}"
 
 
 def cached(*, page: Page, variant: str, build: Callable[[], bytes]) -> bytes:

@@ -16,6 +16,10 @@ from django.db.models import Q
 from credits.models import Customer
 from incidents.models import IncidentUpdate, Location, Product
 
+# Moved by every write of this room (pages, keys, words): the private page cache keys
+# carry it (audiences.cache) and the host map follows it (audiences.selectors).
+WORDS_VERSION_KEY = "audiences:version"
+
 
 class Page(models.Model):
     class Visibility(models.TextChoices):
@@ -24,6 +28,17 @@ class Page(models.Model):
         AUDIENCE = "audience", "Audience (named customers)"
 
     slug = models.SlugField(max_length=60, unique=True, help_text="Served at /p/<slug>/.")
+    host = models.CharField(
+        max_length=253,
+        blank=True,
+        default="",
+        help_text="A host name that serves this page at / (also in ALLOWED_HOSTS); empty: none.",
+    )
+    allowed_networks = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="CIDR ranges (one per line) a reader must come from; empty: any address.",
+    )
     title = models.CharField(max_length=120)
     intro = models.TextField(blank=True, help_text="Shown under the title (Markdown).")
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.INTERNAL)
@@ -41,6 +56,7 @@ class Page(models.Model):
             models.CheckConstraint(
                 condition=Q(visibility__in=["public", "internal", "audience"]), name="page_visibility_valid"
             ),
+            models.UniqueConstraint(fields=["host"], condition=~Q(host=""), name="page_host_unique"),
         ]
 
     def __str__(self) -> str:

@@ -9,15 +9,19 @@ page. Design: docs/adr/0028-audience-pages.md.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
+from django.http.request import validate_host
 
-from audiences.models import Page, PageKey, UpdateWords
+from audiences.models import WORDS_VERSION_KEY, Page, PageKey, UpdateWords
 from incidents.models import ImpactWindow, Incident, IncidentStatus, IncidentUpdate, Location, Product
 from incidents.selectors import (
     OPERATIONAL,
@@ -56,9 +60,25 @@ def _is_staff(user: Any) -> bool:
     return bool(getattr(user, "is_active", False) and getattr(user, "is_staff", False))
 
 
-def page_readable(*, page: Page, user: Any, customer_id: int | None, key: str | None = None) -> bool:
-    """Public pages: everyone. Internal: signed-in staff. Audience: staff, contacts of one of
-    its customers, or the holder of one of its live keys."""
+def address_allowed(*, page: Page, address: str | None) -> bool:
+    """A page with an allowlist answers only readers from one of its networks."""
+    if not page.allowed_networks:
+        return True
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    return any(ip in ipaddress.ip_network(net, strict=False) for net in page.allowed_networks)
+
+
+def page_readable(
+    *, page: Page, user: Any, customer_id: int | None, key: str | None = None, address: str | None = None
+) -> bool:
+    """Only readers from its networks, if it lists any. Then: public pages, everyone.
+    Internal: signed-in staff. Audience: staff, contacts of one of its customers, or the
+    holder of one of its live keys."""
+    if not address_allowed(page=page, address=address):
+        return False
     if page.visibility == Page.Visibility.PUBLIC or _is_staff(user):
         return True
     if (
@@ -71,12 +91,36 @@ def page_readable(*, page: Page, user: Any, customer_id: int | None, key: str | 
     return False
 
 
-def page_get_for_reader(*, slug: str, user: Any, customer_id: int | None, key: str | None = None) -> Page:
+def page_get_for_reader(
+    *, slug: str, user: Any, customer_id: int | None, key: str | None = None, address: str | None = None
+) -> Page:
     """The access gate: the page, or a 404 that says nothing about it."""
     page = Page.objects.filter(slug=slug).first()
-    if page is None or not page_readable(page=page, user=user, customer_id=customer_id, key=key):
+    if page is None or not page_readable(
+        page=page, user=user, customer_id=customer_id, key=key, address=address
+    ):
         raise Http404(NOT_FOUND)
     return page
+
+
+# The host map of this process: (this room's write counter when read, {host: slug}).
+_hosts: tuple[object, dict[str, str]] | None = None
+
+
+def page_for_host(host: str) -> str | None:
+    """The slug of the page served at `host` (settings.PAGE_HOSTS first, then the pages'
+    own host names), or None. The pages' map is read again only when this room's write
+    counter moves; a counter gone with a flushed cache keeps the map this process has."""
+    global _hosts
+    if not host or not validate_host(host, settings.ALLOWED_HOSTS):
+        return None  # Django refuses it anyway (400): no lookup for it
+    if host in settings.PAGE_HOSTS:
+        return str(settings.PAGE_HOSTS[host])
+    counter = cache.get(WORDS_VERSION_KEY)
+    if _hosts is None or (counter is not None and counter != _hosts[0]):
+        hosts = dict(Page.objects.exclude(host="").values_list("host", "slug"))
+        _hosts = (counter, hosts)
+    return _hosts[1].get(host)
 
 
 def pages_all() -> QuerySet[Page]:

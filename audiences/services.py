@@ -6,23 +6,25 @@ the console, the API and the demo loader agree. Design: docs/adr/0028-audience-p
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import secrets
+import time
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from audiences.models import Page, PageKey, UpdateWords
+from audiences.models import WORDS_VERSION_KEY, Page, PageKey, UpdateWords
 from core import roles
 from core.text import clean_single_line, clean_text
 from credits.models import Customer
 from incidents.models import IncidentUpdate, Location, Product
 
-# Bumped on every write here: the private page cache keys carry it (audiences.cache).
-WORDS_VERSION_KEY = "audiences:version"
 RESERVED_SLUGS = frozenset({"api", "login", "logout", "portal"})
 
 
@@ -30,8 +32,8 @@ def _changed() -> None:
     def bump() -> None:
         try:
             cache.incr(WORDS_VERSION_KEY)
-        except ValueError:
-            cache.set(WORDS_VERSION_KEY, 1, None)
+        except ValueError:  # gone (a flushed cache): a time, unlike any value before
+            cache.set(WORDS_VERSION_KEY, time.time_ns(), None)
 
     transaction.on_commit(bump)
 
@@ -61,6 +63,45 @@ def _validate(
         raise ValidationError(errors)
 
 
+# A host name: dot-separated labels of letters, digits and inner hyphens.
+_HOST = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$"
+)
+MAX_NETWORKS = 50
+
+
+def clean_host(host: str, *, page: Page | None) -> str:
+    """A page's host name, lower case, or empty; refused when malformed or another page's."""
+    host = (host or "").strip().lower().rstrip(".")
+    if not host:
+        return ""
+    if not _HOST.match(host):
+        raise ValidationError({"host": f"“{host}” is not a host name (e.g. status.example.com)."})
+    others = Page.objects.exclude(pk=page.pk) if page is not None else Page.objects.all()
+    if others.filter(host=host).exists() or host in settings.PAGE_HOSTS:
+        raise ValidationError({"host": "Another page has this host name."})
+    return host
+
+
+def clean_networks(networks: Iterable[str]) -> list[str]:
+    """CIDR ranges (an address alone is one host), normalised; a bad one is refused by name."""
+    cleaned: list[str] = []
+    for entry in (str(n).strip() for n in networks):
+        if not entry:
+            continue
+        try:
+            network = str(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValidationError(
+                {"allowed_networks": f"“{entry[:60]}” is not an address range (e.g. 203.0.113.0/24)."}
+            ) from None
+        if network not in cleaned:
+            cleaned.append(network)
+    if len(cleaned) > MAX_NETWORKS:
+        raise ValidationError({"allowed_networks": f"At most {MAX_NETWORKS} ranges."})
+    return cleaned
+
+
 def page_save(
     *,
     actor: Any,
@@ -72,14 +113,23 @@ def page_save(
     products: Iterable[Product] = (),
     locations: Iterable[Location] = (),
     customers: Iterable[Customer] = (),
+    host: str | None = None,
+    allowed_networks: Iterable[str] | None = None,
 ) -> Page:
-    """Create (`page=None`) or replace a page and what it shows."""
+    """Create (`page=None`) or replace a page and what it shows; `host` and
+    `allowed_networks` left None keep what the page had (none for a new page)."""
     roles.check(actor, "page.manage")
     product_list, customer_list = list(products), list(customers)
     _validate(slug=slug, visibility=visibility, products=product_list, customers=customer_list, page=page)
+    host = clean_host(host, page=page) if host is not None else None
+    networks = clean_networks(allowed_networks) if allowed_networks is not None else None
     with transaction.atomic():
         target = page or Page()
         target.slug = slug
+        if host is not None:
+            target.host = host
+        if networks is not None:
+            target.allowed_networks = networks
         target.title = clean_single_line(title, field="title", max_length=120)
         target.intro = clean_text(intro, field="intro", max_length=5000)
         target.visibility = visibility

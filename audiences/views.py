@@ -21,6 +21,7 @@ from audiences import v2
 from audiences.models import Page
 from audiences.selectors import page_get_for_reader, page_incident, page_view, signed_in_customer_id
 from core.timezones import in_display_zone
+from edge.ratelimit import client_address
 
 PRIVATE_CACHE_CONTROL = "private, no-cache"
 
@@ -34,7 +35,13 @@ def _key_of(request: HttpRequest) -> str | None:
 
 def _gate(request: HttpRequest, slug: str, *, key: str | None = None) -> Page:
     user: Any = request.user  # read first: the same Vary whether or not the page exists
-    return page_get_for_reader(slug=slug, user=user, customer_id=signed_in_customer_id(request), key=key)
+    return page_get_for_reader(
+        slug=slug,
+        user=user,
+        customer_id=signed_in_customer_id(request),
+        key=key,
+        address=client_address(request),
+    )
 
 
 def _finish(response: HttpResponse, page: Page) -> HttpResponse:

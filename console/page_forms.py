@@ -35,6 +35,22 @@ class PageForm(forms.Form):
         required=False,
         help_text="Audience pages: whose contacts may read it.",
     )
+    host = forms.CharField(
+        max_length=253,
+        required=False,
+        label="Host name",
+        help_text="Optional: a host name that serves this page at / (it must also be in ALLOWED_HOSTS).",
+    )
+    allowed_networks = forms.CharField(
+        required=False,
+        label="Allowed networks",
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text="Optional: one address range per line (e.g. 203.0.113.0/24); "
+        "readers from anywhere else get “not found”.",
+    )
+
+    def clean_allowed_networks(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["allowed_networks"].splitlines() if line.strip()]
 
     @staticmethod
     def initial_for(page: Page) -> dict[str, object]:
@@ -46,6 +62,8 @@ class PageForm(forms.Form):
             "products": list(page.products.all()),
             "locations": list(page.locations.all()),
             "customers": list(page.customers.all()),
+            "host": page.host,
+            "allowed_networks": "\n".join(page.allowed_networks),
         }
 
 

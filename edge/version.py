@@ -23,6 +23,9 @@ from edge.deadline import deadline
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "public-state-version"
+# Moved by every incident write, shown publicly or not: the private pages' caches are
+# keyed by it (a write only staff-only readers see must not move the public stamp).
+PRIVATE_VERSION_KEY = "private-state-version"
 # A read of the stamp row in a request thread must not hold it: this bound is far below
 # any page budget, and the previous stamp is served when it is hit.
 DB_READ_BUDGET = 0.2
@@ -151,6 +154,33 @@ def sweep_pending_bumps(*, older_than: float) -> int:
         return 0
     logger.warning("re-applying %d lost public state bumps", len(pks))
     return len(pks) if _bump(pks) else 0
+
+
+def _private_bump() -> None:
+    try:
+        cache.incr(PRIVATE_VERSION_KEY)
+    except ValueError:  # not there yet (or flushed): any new value is a change
+        cache.set(PRIVATE_VERSION_KEY, time.time_ns(), timeout=None)
+    except Exception:  # noqa: BLE001 - private pages expire on their own (30 s)
+        logger.warning("could not move the private state version")
+
+
+def private_state_changed() -> None:
+    """Call inside a service's transaction for any write private pages may show; once
+    per transaction, after it commits."""
+    connection = transaction.get_connection()
+    current = set(connection.savepoint_ids)
+    for sids, func, *_ in connection.run_on_commit:
+        if func is _private_bump and set(sids) <= current:
+            return
+    transaction.on_commit(_private_bump)
+
+
+def private_state_version() -> str:
+    try:
+        return str(cache.get(PRIVATE_VERSION_KEY, "0"))
+    except Exception:  # noqa: BLE001 - the breaker in the cache backend has logged it
+        return "unavailable"
 
 
 def _without_cache() -> str:

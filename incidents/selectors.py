@@ -120,6 +120,22 @@ def incidents_public() -> QuerySet[Incident]:
     )
 
 
+def incident_shown_publicly(incident: Incident) -> bool:
+    """Whether anonymous readers see `incident` now: the one rule (`incidents_public`) for
+    one incident. Write paths move the public-state stamp only when this is true before or
+    after the write, so ETags, Last-Modified and the live document never tell anyone that
+    a draft or an incident on staff-only products changed (docs/adr/0028-audience-pages.md)."""
+    if not incident.is_public or incident.pk is None:
+        return False
+    shown = (
+        ImpactWindow.objects.filter(incident_id=incident.pk)
+        .order_by("-product__is_public")
+        .values_list("product__is_public", flat=True)
+        .first()
+    )
+    return True if shown is None else bool(shown)
+
+
 def incidents_touching(incidents: QuerySet[Incident], *, product: Product) -> QuerySet[Incident]:
     """`incidents` with a window on `product`, probed per incident (a scalar subquery on
     the window's incident index). An EXISTS would become a semi-join reading every window

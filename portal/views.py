@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from core.timezones import display_zone_active
 from credits import exports, sla
 from credits.models import NoticeState
 from edge import ratelimit
@@ -137,7 +138,8 @@ def index(request: HttpRequest, customer: Any) -> HttpResponse:
         "email": request.session.get(EMAIL_KEY, ""),
         "pages": list(selectors.pages_of(customer)),
     }
-    return render(request, "portal/index.html", context)
+    with display_zone_active():  # times in the zone the footer names, as on every page
+        return render(request, "portal/index.html", context)
 
 
 @contact_required

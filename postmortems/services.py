@@ -25,6 +25,7 @@ from edge import version as public_cache
 from incidents import services as incident_services
 from incidents.markdown import render_for_storage
 from incidents.models import Incident, IncidentReport
+from incidents.selectors import incident_shown_publicly
 from postmortems.models import (
     ContributingFactor,
     IncidentLink,
@@ -63,7 +64,7 @@ def _clean_entry(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _public_changed(incident: Incident) -> None:
-    if incident.is_public:
+    if incident_shown_publicly(incident):
         transaction.on_commit(public_cache.public_state_changed)
 
 

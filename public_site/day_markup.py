@@ -172,9 +172,16 @@ def _titles(day: Bar, language: str) -> str:
     return _and_more(day.incident_count - 1, language).replace("%(title)s", day.title)
 
 
-@lru_cache(maxsize=16)
 def incident_url_pattern(script_prefix: str) -> str:
-    return reverse("public:incident", args=["00000000"]).replace("00000000", "{}")
+    """An incident's address with "{}" for its id, in the active language (/fr/incidents/…
+    under French): memoised per prefix and language, never one language for all."""
+    return _incident_url_pattern(script_prefix, _language())
+
+
+@lru_cache(maxsize=16)
+def _incident_url_pattern(script_prefix: str, language: str) -> str:
+    with translation.override(language):
+        return reverse("public:incident", args=["00000000"]).replace("00000000", "{}")
 
 
 # --- The bars -----------------------------------------------------------------------------------

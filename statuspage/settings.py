@@ -71,6 +71,7 @@ MIDDLEWARE: list[str] = [
     "edge.problems.RequestIdMiddleware",  # X-Request-ID, before anything answers or logs
     "edge.middleware.SecurityHeadersMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "audiences.middleware.PageHostMiddleware",  # a page's own host name serves it at /
     # Before load shedding, so that even a 503 speaks the page's language.
     "edge.i18n.PathLanguageMiddleware",
     "edge.middleware.LoadSheddingMiddleware",
@@ -91,8 +92,7 @@ MIDDLEWARE: list[str] = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# Load shedding: requests one process works on at once before it answers 503 at once.
-# Cached public reads are exempt. 0 turns shedding off.
+# Load shedding: requests per process at once before a 503 (cached reads exempt; 0: off).
 MAX_CONCURRENT_REQUESTS = env_int("MAX_CONCURRENT_REQUESTS", 16)
 SHED_RETRY_AFTER = env_int("SHED_RETRY_AFTER", 5)
 DB_UNAVAILABLE_RETRY_AFTER = env_int("DB_UNAVAILABLE_RETRY_AFTER", 30)
@@ -202,8 +202,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-# Retry delays are capped far below this, so a retried message is never redelivered
-# by the broker while its countdown is still running.
+# Retry delays are capped far below this: no redelivery while a countdown still runs.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600),
     "socket_connect_timeout": 1,
@@ -585,6 +584,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 LOGGING = conventions.logging_config(env_str("LOG_LEVEL", "INFO"))
+from statuspage.settings_audiences import *  # noqa: E402,F403
 from statuspage.settings_ops import *  # noqa: E402,F403
 from statuspage.settings_portal import *  # noqa: E402,F403
 from statuspage.settings_replica import *  # noqa: E402,F403

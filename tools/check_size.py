@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ROOMS = [
     "alerts",
     "api",
+    "audiences",
     "console",
     "core",
     "credits",

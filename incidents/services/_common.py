@@ -16,6 +16,7 @@ from incidents import daily, events
 from incidents.history_counts import history_counts_refresh_incident
 from incidents.markdown import render_for_storage
 from incidents.models import ImpactWindow, Incident, Location, Product
+from incidents.selectors import incident_shown_publicly
 
 
 def require_aware(value: datetime | None, *, field: str, past: bool = False) -> None:
@@ -77,21 +78,29 @@ def validate_window(
 
 
 def public_changed(
-    incident: Incident, *, was_public: bool = False, moved_from: datetime | None = None
+    incident: Incident,
+    *,
+    was_public: bool = False,
+    was_shown: bool = False,
+    moved_from: datetime | None = None,
 ) -> None:
-    """Mark the public state changed by a write to `incident`, unless it is a draft and
-    was one: a draft shows nowhere public, so its writes must not move the stamp (the
-    live document, Last-Modified, every cached page). Publishing is the change that shows
-    (docs/adr/0011-drafts-count-once-published.md). The history's month counts follow,
-    for its month and the one its start left (`moved_from`)."""
+    """Mark a write to `incident` changed. Private pages always hear of it. The history's
+    month counts (for its month and the one its start left, `moved_from`) follow unless it
+    is a draft and was one; the public-state stamp (the live document, Last-Modified,
+    ETags, every cached page) moves only when anonymous readers see the incident before
+    (`was_shown`) or after the write (`incident_shown_publicly`): a draft or an incident
+    on staff-only products must not move it (docs/adr/0011-drafts-count-once-published.md,
+    docs/adr/0028-audience-pages.md)."""
+    public_cache.private_state_changed()
     if incident.is_public or was_public:
         history_counts_refresh_incident(incident, moved_from=moved_from)
+    if was_shown or incident_shown_publicly(incident):
         public_cache.public_state_changed()
 
 
-def touch(incident: Incident) -> None:
+def touch(incident: Incident, *, was_shown: bool = False) -> None:
     incident.save(update_fields=["updated_at"])
-    public_changed(incident)
+    public_changed(incident, was_shown=was_shown)
 
 
 def products_changed(product_ids: Iterable[int]) -> None:
@@ -116,6 +125,7 @@ def impact_changed(
     *,
     products: Iterable[int] = (),
     was_public: bool = False,
+    was_shown: bool = False,
     moved: Iterable[Extent] = (),
 ) -> None:
     """The one place every write that changes counted impact goes through: windows added,
@@ -123,11 +133,13 @@ def impact_changed(
     products that lost impact (a window moved away or deleted) and `moved` the extents
     windows had before (moved or deleted); the incident's current windows are added. A
     draft's windows count for nothing, so a draft that was one changes nothing public
-    (docs/adr/0011-drafts-count-once-published.md). The per-day summary of every product
+    (docs/adr/0011-drafts-count-once-published.md); the public stamp moves as in
+    `public_changed`. The per-day summary of every product
     touched is recounted here, over the days of those extents
     (docs/adr/0014-per-day-summary.md). Staff figures hear "recorded" about drafts
     too (docs/adr/0018-incident-facts.md)."""
     ids = set(products)
+    lost = set(ids)
     extents = list(moved)
     if incident.pk is not None:
         for product_id, started_at, ended_at in ImpactWindow.objects.filter(
@@ -137,9 +149,14 @@ def impact_changed(
             if ended_at is not None:  # an open window is in no stored day
                 extents.append((started_at, ended_at))
     recorded(incident, products=ids)
+    public_cache.private_state_changed()
     if not (incident.is_public or was_public):
         return
     products_changed(ids)
     daily.refresh(products=ids, spans=extents, now=timezone.now())
     events.announce(kind="impact_changed", incident=incident, products=frozenset(ids))
-    public_cache.public_state_changed()
+    # Shown before or after: a public product among those that lost impact means the
+    # incident showed before the windows moved away.
+    lost_public = incident.is_public and Product.objects.filter(pk__in=lost, is_public=True).exists()
+    if was_shown or lost_public or incident_shown_publicly(incident):
+        public_cache.public_state_changed()

@@ -16,6 +16,7 @@ from core.text import CLOCK_SKEW, check_time, clean_single_line, clean_text
 from core.timezones import format_local
 from incidents import events
 from incidents.models import ImpactWindow, Incident, IncidentUpdate
+from incidents.selectors import incident_shown_publicly
 from incidents.services._common import (
     WindowSpec,
     horizon_for,
@@ -453,6 +454,7 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
         raise ValidationError(f"These fields cannot be edited here: {', '.join(sorted(unknown))}.")
     incident = Incident.objects.select_for_update().get(pk=incident.pk)
     was_public = incident.is_public
+    was_shown = incident_shown_publicly(incident)
     old_start = incident.started_at
     changes, extra = _cleaned_changes(incident, changes)
     for name, value in changes.items():
@@ -463,12 +465,12 @@ def incident_edit(*, incident: Incident, changes: dict[str, Any], actor: User | 
     if changes:
         incident.save(update_fields=[*changes, *extra, "updated_at"])
         moved_from = old_start if incident.started_at != old_start else None
-        public_changed(incident, was_public=was_public, moved_from=moved_from)
+        public_changed(incident, was_public=was_public, was_shown=was_shown, moved_from=moved_from)
     if incident.started_at != old_start or incident.is_public != was_public:
         # Windows that began with the incident moved with its start: the days between
         # the old and the new start are recounted too.
         moved = (min(old_start, incident.started_at), max(old_start, incident.started_at))
-        impact_changed(incident, was_public=was_public, moved=[moved])
+        impact_changed(incident, was_public=was_public, was_shown=was_shown, moved=[moved])
     elif changes:
         recorded(incident)  # e.g. the detection time: no impact moved, staff figures did
     return incident
@@ -479,13 +481,16 @@ def incident_delete(*, incident: Incident, actor: User | None = None) -> None:
     """Remove an incident filed by mistake (with its windows, timeline and report)."""
     roles.check(actor, "incident.edit")
     windows = list(incident.windows.values_list("product_id", "started_at", "ended_at"))
-    was_public = Incident.objects.filter(pk=incident.pk, is_public=True).exists()
+    stored = Incident.objects.filter(pk=incident.pk).first()
+    was_public = stored is not None and stored.is_public
+    was_shown = stored is not None and incident_shown_publicly(stored)
     Incident.objects.filter(pk=incident.pk).delete()
-    public_changed(incident, was_public=was_public)
+    public_changed(incident, was_public=was_public, was_shown=was_shown)
     impact_changed(
         incident,
         products={product_id for product_id, _, _ in windows},
         was_public=was_public,
+        was_shown=was_shown,
         moved=[(start, end) for _, start, end in windows],
     )
 

@@ -7,11 +7,9 @@ from django.db import transaction
 
 from core import roles
 from core.errors import InUse
-from edge import version as public_cache
 from incidents import events
-from incidents.history_counts import history_counts_refresh_incident
 from incidents.models import Incident
-from incidents.services._common import impact_changed
+from incidents.services._common import impact_changed, public_changed
 from incidents.services.incidents import incident_delete
 
 
@@ -37,8 +35,7 @@ def incident_publish(*, incident: Incident, actor: User | None = None) -> Incide
             # The draft's first entry was announced while private, which notified nobody
             # (subscriptions skip private incidents); announcing it again now reaches them.
             events.announce(kind="opened", incident=incident, update=first)
-    history_counts_refresh_incident(incident)
-    public_cache.public_state_changed()
+    public_changed(incident)  # the history's counts too
     return incident
 
 

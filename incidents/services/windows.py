@@ -15,7 +15,7 @@ from core import roles
 from core.text import check_time
 from core.timezones import format_local
 from incidents.models import ImpactWindow, Incident, Location, Product
-from incidents.selectors import LEVEL_IMPACT
+from incidents.selectors import LEVEL_IMPACT, incident_shown_publicly
 from incidents.services._common import (
     horizon_for,
     impact_changed,
@@ -44,6 +44,8 @@ def impact_window_add(
         level=level, started_at=started_at, ended_at=ended_at, product=product, incident_kind=incident.kind
     )
     description, description_html = markdown_field(description, field="description")
+    # A window-less incident shows publicly; its first window on a staff-only product hides it.
+    was_shown = incident_shown_publicly(incident)
     window = ImpactWindow.objects.create(
         incident=incident,
         product=product,
@@ -54,8 +56,8 @@ def impact_window_add(
         description=description,
         description_html=description_html,
     )
-    touch(incident)
-    impact_changed(incident)
+    touch(incident, was_shown=was_shown)
+    impact_changed(incident, was_shown=was_shown)
     return window
 
 
@@ -211,6 +213,7 @@ def impact_levels_set(
         seen.add(key)
     # Row lock on the incident: two staff setting levels at once apply one after the other.
     Incident.objects.select_for_update().filter(pk=incident.pk).first()
+    was_shown = incident_shown_publicly(incident)
     open_windows: dict[tuple[int, int | None], list[ImpactWindow]] = {}
     # Lock the windows' own rows only: a caller's queryset may join the nullable location,
     # and PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
@@ -247,6 +250,6 @@ def impact_levels_set(
             )
         changed += 1
     if changed:
-        touch(incident)
-        impact_changed(incident)
+        touch(incident, was_shown=was_shown)
+        impact_changed(incident, was_shown=was_shown)
     return changed
