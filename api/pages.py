@@ -37,6 +37,8 @@ class PageSerializer(serializers.ModelSerializer):
             "products",
             "locations",
             "customers",
+            "host",
+            "allowed_networks",
             "created_at",
             "updated_at",
         ]
@@ -57,10 +59,22 @@ class PageWriteSerializer(s.StrictSerializer):
         slug_field="name", many=True, required=False, queryset=Location.objects.all()
     )
     customers = serializers.PrimaryKeyRelatedField(many=True, required=False, queryset=Customer.objects.all())
+    host = serializers.CharField(
+        max_length=253,
+        required=False,
+        allow_blank=True,
+        help_text="A host name that serves this page at / (it must also be in ALLOWED_HOSTS); empty: none.",
+    )
+    allowed_networks = serializers.ListField(
+        child=serializers.CharField(max_length=64),
+        required=False,
+        max_length=services.MAX_NETWORKS,
+        help_text="Address ranges (CIDR) the page answers from; empty: anywhere. A list sent replaces it.",
+    )
 
 
 PAGE_SLUG = OpenApiParameter("slug", str, OpenApiParameter.PATH, description="The page's slug.")
-FIELDS = ("slug", "title", "intro", "visibility")
+FIELDS = ("slug", "title", "intro", "visibility", "host", "allowed_networks")
 
 
 @extend_schema_view(

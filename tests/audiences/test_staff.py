@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from django.test import Client, TestCase
 
@@ -69,6 +70,41 @@ def test_it_creates_changes_and_deletes_a_page_through_the_api(alice, world: Wor
     assert client.delete("/api/v1/pages/gmail-fans/").status_code == 204
     assert not Page.objects.exists()
     assert Client().get("/api/v1/pages/").status_code in (401, 403)
+
+
+def test_the_api_sets_a_pages_host_and_networks_and_refuses_bad_ones(alice, world: World) -> None:  # type: ignore[no-untyped-def]
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key_for(alice, 'write')}")
+    body = {"slug": "gmail-fans", "title": "Gmail fans", "visibility": "audience", "products": ["gmail"]}
+    assert client.post("/api/v1/pages/", json.dumps(body), content_type="application/json").status_code == 201
+
+    def patch(changes: Mapping[str, object]):  # type: ignore[no-untyped-def]
+        return client.patch("/api/v1/pages/gmail-fans/", json.dumps(changes), content_type="application/json")
+
+    done = patch(
+        {"host": "Status.Gmail-Fans.example.", "allowed_networks": ["203.0.113.7", "198.51.100.0/24"]}
+    )
+    assert done.status_code == 200, done.content
+    assert done.json()["host"] == "status.gmail-fans.example"
+    assert done.json()["allowed_networks"] == ["203.0.113.7/32", "198.51.100.0/24"]
+    # A PATCH that leaves them out keeps them.
+    assert patch({"title": "Gmail readers"}).json()["allowed_networks"] == [
+        "203.0.113.7/32",
+        "198.51.100.0/24",
+    ]
+    for bad in (
+        {"host": "not a host"},
+        {"allowed_networks": ["10.0.0.0/33"]},
+        {"allowed_networks": "10.0.0.0/8"},
+    ):
+        refused = patch(bad)
+        assert refused.status_code == 400, (bad, refused.content)
+        assert next(iter(bad)) in refused.content.decode()
+    page = Page.objects.get(slug="gmail-fans")
+    assert page.host == "status.gmail-fans.example" and page.title == "Gmail readers"
+    assert page.allowed_networks == ["203.0.113.7/32", "198.51.100.0/24"]
+    # Empty values clear them.
+    cleared = patch({"host": "", "allowed_networks": []}).json()
+    assert cleared["host"] == "" and cleared["allowed_networks"] == []
 
 
 def test_it_posts_an_update_with_words_for_each_audience(
