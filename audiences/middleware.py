@@ -60,7 +60,8 @@ class PageHostMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        slug = page_for_host(host_of(request))
+        # Only the addresses a page has on its host look the host up (no query for the rest).
+        slug = page_for_host(host_of(request)) if _ON_PAGE.match(request.path_info) else None
         if slug is not None:
             path = rewritten_path(request.path_info, slug)
             if path is not None:

@@ -10,6 +10,7 @@ page. Design: docs/adr/0028-audience-pages.md.
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import DatabaseError
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 from django.http.request import validate_host
@@ -45,6 +47,8 @@ RECENT_LIMIT = 25
 # How far ahead a page lists planned maintenance.
 MAINTENANCE_AHEAD = timedelta(days=14)
 NOT_FOUND = "No such page."
+
+logger = logging.getLogger(__name__)
 
 
 def signed_in_customer_id(request: HttpRequest) -> int | None:
@@ -118,7 +122,11 @@ def page_for_host(host: str) -> str | None:
         return str(settings.PAGE_HOSTS[host])
     counter = cache.get(WORDS_VERSION_KEY)
     if _hosts is None or (counter is not None and counter != _hosts[0]):
-        hosts = dict(Page.objects.exclude(host="").values_list("host", "slug"))
+        try:
+            hosts = dict(Page.objects.exclude(host="").values_list("host", "slug"))
+        except DatabaseError:  # the database is down: the map this process had (the page stays up)
+            logger.warning("could not read the pages' host names")
+            return _hosts[1].get(host) if _hosts is not None else None
         _hosts = (counter, hosts)
     return _hosts[1].get(host)
 

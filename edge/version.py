@@ -158,9 +158,10 @@ def sweep_pending_bumps(*, older_than: float) -> int:
 
 def _private_bump() -> None:
     try:
-        cache.incr(PRIVATE_VERSION_KEY)
-    except ValueError:  # not there yet (or flushed): any new value is a change
-        cache.set(PRIVATE_VERSION_KEY, time.time_ns(), timeout=None)
+        try:
+            cache.incr(PRIVATE_VERSION_KEY)
+        except ValueError:  # not there yet (or flushed): any new value is a change
+            cache.set(PRIVATE_VERSION_KEY, time.time_ns(), timeout=None)
     except Exception:  # noqa: BLE001 - private pages expire on their own (30 s)
         logger.warning("could not move the private state version")
 

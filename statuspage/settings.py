@@ -589,3 +589,5 @@ from statuspage.settings_ops import *  # noqa: E402,F403
 from statuspage.settings_portal import *  # noqa: E402,F403
 from statuspage.settings_replica import *  # noqa: E402,F403
 from statuspage.settings_stamp import *  # noqa: E402,F403
+
+CELERY_BEAT_SCHEDULE = {**CELERY_BEAT_SCHEDULE, **STAMP_BEAT_SCHEDULE}  # noqa: F405

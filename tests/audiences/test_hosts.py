@@ -12,6 +12,7 @@ from freezegun import freeze_time
 
 from audiences import services
 from audiences.middleware import rewritten_path
+from audiences.models import Page
 from tests.audiences.conftest import Pages, World, customer_client
 
 NOW = "2026-12-01T12:00:00Z"
@@ -137,3 +138,27 @@ def test_the_console_form_edits_host_and_networks(world: World, pages: Pages) ->
     assert client.post(url, data).status_code == 302
     pages.internal.refresh_from_db()
     assert pages.internal.allowed_networks == ["10.0.0.0/8", "192.168.1.0/24"]
+
+
+def test_a_database_outage_keeps_the_host_map_this_process_had(
+    world: World, pages: Pages, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import OperationalError
+
+    from audiences import selectors
+
+    settings.ALLOWED_HOSTS = ["*"]
+    Page.objects.filter(pk=pages.storage.pk).update(host=HOST)
+    monkeypatch.setattr(selectors, "_hosts", None)
+    assert selectors.page_for_host(HOST) == pages.storage.slug
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("the database is down")
+
+    monkeypatch.setattr(selectors.Page.objects, "exclude", down)
+    monkeypatch.setattr(selectors.cache, "get", lambda *a, **k: "moved")  # the map is re-read
+    assert selectors.page_for_host(HOST) == pages.storage.slug  # the last map, not an error
+    monkeypatch.setattr(selectors, "_hosts", None)
+    assert selectors.page_for_host(HOST) is None  # none yet: served as any host
+    # A path a page never has on its host looks nothing up at all.
+    assert Client().get("/healthz", HTTP_HOST=HOST).status_code == 200

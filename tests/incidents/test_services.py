@@ -101,7 +101,8 @@ def test_it_opens_an_incident_with_windows_and_a_first_update(django_capture_on_
     # Shown when it was posted, not when the impact began or was detected.
     assert update.display_at == update.created_at == T0 + timedelta(minutes=70)
     assert not selectors.update_backdated(update)
-    assert len(callbacks) == 1
+    # After the commit: one public bump and one private-pages bump, nothing else.
+    assert len(callbacks) == 2
     assert cache.public_state_version() != version
 
 
