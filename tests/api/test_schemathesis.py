@@ -174,6 +174,11 @@ def _realistic(case: Any, draw: Callable[[Any], Any], live: dict[str, list[Any]]
                 node[key] = draw(st.sampled_from(live[LIVE_IDS[key]]))
             elif key in TIME_ORDER and isinstance(value, str):
                 times.append((TIME_ORDER.index(key), node, key))
+            elif key == "host" and isinstance(value, str) and value:
+                # A page's host name: the service refuses a malformed one (a 400, rightly).
+                node[key] = f"fuzz-{next(_KEYS)}.example.com"
+            elif key == "allowed_networks" and isinstance(value, list):
+                node[key] = ["203.0.113.0/24"][: len(value)]  # address ranges, checked likewise
             elif key == "tracker_url" and isinstance(value, str) and value:
                 # JSON Schema's `uri` admits "https://" (no host); Django's URLField rightly refuses it.
                 node[key] = "https://tracker.example.com/issues/1"

@@ -464,7 +464,7 @@ def test_staff_subscribe_to_the_internal_page(world: World, staff_client: Client
     subscriber = PageSubscriber.objects.get()
     assert (subscriber.email, subscriber.user, subscriber.customer) == (alice.email, alice, None)
     french = staff_client.get("/fr/portal/pages/internal/subscribe/")
-    assert "Les e-mails de cette page sont envoyés à alice@example.org".encode() in french.content
+    assert "Les courriels de cette page sont envoyés à alice@example.org".encode() in french.content
 
 
 def test_a_page_webhook_answering_410_gone_is_unsubscribed(
