@@ -120,7 +120,10 @@ def page_for_host(host: str) -> str | None:
         return None  # Django refuses it anyway (400): no lookup for it
     if host in settings.PAGE_HOSTS:
         return str(settings.PAGE_HOSTS[host])
-    counter = cache.get(WORDS_VERSION_KEY)
+    try:
+        counter = cache.get(WORDS_VERSION_KEY)
+    except Exception:  # noqa: BLE001 - the cache is down (its breaker has logged it): keep the map
+        counter = None
     if _hosts is None or (counter is not None and counter != _hosts[0]):
         try:
             hosts = dict(Page.objects.exclude(host="").values_list("host", "slug"))

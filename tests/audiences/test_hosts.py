@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -140,7 +141,7 @@ def test_the_console_form_edits_host_and_networks(world: World, pages: Pages) ->
     assert pages.internal.allowed_networks == ["10.0.0.0/8", "192.168.1.0/24"]
 
 
-def test_a_database_outage_keeps_the_host_map_this_process_had(
+def test_a_database_or_cache_outage_keeps_the_host_map_this_process_had(
     world: World, pages: Pages, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from django.db import OperationalError
@@ -156,8 +157,14 @@ def test_a_database_outage_keeps_the_host_map_this_process_had(
         raise OperationalError("the database is down")
 
     monkeypatch.setattr(selectors.Page.objects, "exclude", down)
-    monkeypatch.setattr(selectors.cache, "get", lambda *a, **k: "moved")  # the map is re-read
+    monkeypatch.setattr(selectors, "cache", SimpleNamespace(get=lambda *a, **k: "moved"))  # re-read
     assert selectors.page_for_host(HOST) == pages.storage.slug  # the last map, not an error
+
+    def cache_down(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("Redis is down")
+
+    monkeypatch.setattr(selectors, "cache", SimpleNamespace(get=cache_down))
+    assert selectors.page_for_host(HOST) == pages.storage.slug  # the cache down: the same
     monkeypatch.setattr(selectors, "_hosts", None)
     assert selectors.page_for_host(HOST) is None  # none yet: served as any host
     # A path a page never has on its host looks nothing up at all.
